@@ -1,0 +1,186 @@
+//! Turns a [`RawKg`] into the KG sections of a bundle: sorted entity and
+//! relation tables, forward and reverse CSR grouped by relation, aliases and
+//! the lexical `fst` index.
+
+use kgbox_bundle::kg::{encode, MAX_ENTITIES, POSTINGS_LIST, POSTING_ALIAS};
+use kgbox_bundle::normalize::normalize;
+use kgbox_bundle::sections as s;
+use kgbox_bundle::KgStats;
+
+use crate::input::RawKg;
+
+/// Sections ready for the writer, and the statistics for the manifest.
+pub struct BuiltKg {
+    pub sections: Vec<(&'static str, Vec<u8>)>,
+    pub stats: KgStats,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("the graph has {0} entities; a bundle holds at most {MAX_ENTITIES}")]
+    TooManyEntities(usize),
+    #[error("the graph has {0} relations; a bundle holds at most 4294967295")]
+    TooManyRelations(usize),
+    #[error("building the entity index failed: {0}")]
+    Index(#[from] fst::Error),
+}
+
+/// Ids in sorted-name order: returns (sorted names, old id → new id).
+fn sort_ids(names: Vec<String>) -> (Vec<String>, Vec<u32>) {
+    let mut order: Vec<u32> = (0..names.len() as u32).collect();
+    order.sort_unstable_by(|&a, &b| names[a as usize].cmp(&names[b as usize]));
+    let mut remap = vec![0u32; names.len()];
+    for (new, &old) in order.iter().enumerate() {
+        remap[old as usize] = new as u32;
+    }
+    let mut names: Vec<Option<String>> = names.into_iter().map(Some).collect();
+    let sorted = order
+        .iter()
+        .map(|&old| names[old as usize].take().unwrap_or_default())
+        .collect();
+    (sorted, remap)
+}
+
+/// CSR over `triples` already sorted by (node, relation, other).
+fn csr(nodes: usize, triples: &[[u32; 3]], node: usize, other: usize) -> [Vec<u8>; 3] {
+    let mut offsets = vec![0u64; nodes + 1];
+    for t in triples {
+        offsets[t[node] as usize + 1] += 1;
+    }
+    for i in 0..nodes {
+        offsets[i + 1] += offsets[i];
+    }
+    let rels: Vec<u32> = triples.iter().map(|t| t[1]).collect();
+    let others: Vec<u32> = triples.iter().map(|t| t[other]).collect();
+    [
+        encode::u64s(&offsets),
+        encode::u32s(&rels),
+        encode::u32s(&others),
+    ]
+}
+
+pub fn build(raw: RawKg) -> Result<BuiltKg, BuildError> {
+    let n = raw.entities.len();
+    if n > MAX_ENTITIES {
+        return Err(BuildError::TooManyEntities(n));
+    }
+    if raw.relations.len() > u32::MAX as usize {
+        return Err(BuildError::TooManyRelations(raw.relations.len()));
+    }
+    let (entities, emap) = sort_ids(raw.entities.names);
+    let (relations, rmap) = sort_ids(raw.relations.names);
+
+    let mut triples: Vec<[u32; 3]> = raw
+        .triples
+        .iter()
+        .map(|t| {
+            [
+                emap[t[0] as usize],
+                rmap[t[1] as usize],
+                emap[t[2] as usize],
+            ]
+        })
+        .collect();
+    triples.sort_unstable();
+    let before = triples.len();
+    triples.dedup();
+    let duplicates_removed = (before - triples.len()) as u64;
+
+    let mut sections = Vec::new();
+    let (o, b) = encode::string_table(&entities);
+    sections.push((s::ENTITY_OFFSETS, o));
+    sections.push((s::ENTITY_NAMES, b));
+    let (o, b) = encode::string_table(&relations);
+    sections.push((s::RELATION_OFFSETS, o));
+    sections.push((s::RELATION_NAMES, b));
+    if !raw.relation_descriptions.is_empty() {
+        let mut desc = vec![String::new(); relations.len()];
+        for (old, text) in raw.relation_descriptions {
+            desc[rmap[old as usize] as usize] = text;
+        }
+        let (o, b) = encode::string_table(&desc);
+        sections.push((s::RELATION_DESC_OFFSETS, o));
+        sections.push((s::RELATION_DESC_TEXT, b));
+    }
+
+    // Forward: sorted by (head, relation, tail) already.
+    let [o, r, t] = csr(n, &triples, 0, 2);
+    sections.push((s::OUT_OFFSETS, o));
+    sections.push((s::OUT_RELATIONS, r));
+    sections.push((s::OUT_TARGETS, t));
+    let mut reverse = triples.clone();
+    reverse.sort_unstable_by_key(|t| (t[2], t[1], t[0]));
+    let [o, r, src] = csr(n, &reverse, 2, 0);
+    sections.push((s::IN_OFFSETS, o));
+    sections.push((s::IN_RELATIONS, r));
+    sections.push((s::IN_SOURCES, src));
+    let triple_count = triples.len() as u64;
+    drop((triples, reverse));
+
+    // Aliases: per entity, sorted, without duplicates or the entity's own name.
+    let mut aliases: Vec<(u32, String)> = raw
+        .aliases
+        .into_iter()
+        .map(|(e, a)| (emap[e as usize], a))
+        .filter(|(e, a)| entities[*e as usize] != *a)
+        .collect();
+    aliases.sort_unstable();
+    aliases.dedup();
+    let mut owners = vec![0u64; n + 1];
+    for (e, _) in &aliases {
+        owners[*e as usize + 1] += 1;
+    }
+    for i in 0..n {
+        owners[i + 1] += owners[i];
+    }
+    let alias_names: Vec<&str> = aliases.iter().map(|(_, a)| a.as_str()).collect();
+    let (o, b) = encode::string_table(&alias_names);
+    sections.push((s::ALIAS_OWNERS, encode::u64s(&owners)));
+    sections.push((s::ALIAS_OFFSETS, o));
+    sections.push((s::ALIAS_NAMES, b));
+
+    // Lexical index: normalized key → postings (a name wins over an alias of the same entity).
+    let mut keys: Vec<(String, u32)> = Vec::with_capacity(n + aliases.len());
+    for (id, name) in entities.iter().enumerate() {
+        keys.push((normalize(name), id as u32));
+    }
+    for (e, a) in &aliases {
+        keys.push((normalize(a), e | POSTING_ALIAS));
+    }
+    keys.retain(|(k, _)| !k.is_empty());
+    keys.sort_unstable_by(|a, b| {
+        (&a.0, a.1 & !POSTING_ALIAS, a.1).cmp(&(&b.0, b.1 & !POSTING_ALIAS, b.1))
+    });
+    keys.dedup_by(|later, earlier| {
+        later.0 == earlier.0 && (later.1 & !POSTING_ALIAS) == (earlier.1 & !POSTING_ALIAS)
+    });
+    let mut builder = fst::MapBuilder::memory();
+    let mut postings: Vec<u32> = Vec::new();
+    let mut i = 0;
+    while i < keys.len() {
+        let j = i + keys[i..].iter().take_while(|k| k.0 == keys[i].0).count();
+        let value = if j - i == 1 {
+            u64::from(keys[i].1)
+        } else {
+            let at = postings.len() as u64;
+            postings.push((j - i) as u32);
+            postings.extend(keys[i..j].iter().map(|k| k.1));
+            POSTINGS_LIST + at
+        };
+        builder.insert(&keys[i].0, value)?;
+        i = j;
+    }
+    sections.push((s::INDEX_FST, builder.into_inner()?));
+    sections.push((s::INDEX_POSTINGS, encode::u32s(&postings)));
+
+    Ok(BuiltKg {
+        sections,
+        stats: KgStats {
+            entities: n as u64,
+            relations: relations.len() as u64,
+            triples: triple_count,
+            aliases: aliases.len() as u64,
+            duplicates_removed,
+        },
+    })
+}

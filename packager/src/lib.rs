@@ -1,0 +1,12 @@
+//! kgbox packager: reads a KG slice and writes a signed bundle.
+//!
+//! Runs on an operator's workstation; nothing here is linked into the
+//! on-device runtime.
+
+pub mod graph;
+pub mod input;
+pub mod inspect;
+pub mod keygen;
+pub mod pack;
+
+pub use pack::{pack, PackOptions, PackReport};

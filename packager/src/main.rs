@@ -1,0 +1,147 @@
+//! `kgbox-pack`: build, sign and inspect kgbox bundles.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use kgbox_bundle::SecretKey;
+use kgbox_pack::input::Format;
+use kgbox_pack::pack::DEFAULT_COMPATIBLE;
+use kgbox_pack::{inspect, keygen, pack, PackOptions};
+
+#[derive(Parser)]
+#[command(
+    name = "kgbox-pack",
+    version,
+    about = "Build, sign and inspect kgbox KG bundles"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Write a new ed25519 signing key pair (NAME.key, mode 0600, and NAME.pub).
+    Keygen {
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value = "kgbox")]
+        name: String,
+        /// Replace existing key files.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Pack a KG slice into a signed bundle.
+    Build {
+        /// Triples: TSV `head<TAB>relation<TAB>tail` or N-Triples.
+        #[arg(long)]
+        triples: PathBuf,
+        /// Input syntax (default: from the extension, `.nt` is N-Triples).
+        #[arg(long, value_enum)]
+        format: Option<Format>,
+        /// Aliases: `entity<TAB>alias` lines.
+        #[arg(long)]
+        aliases: Option<PathBuf>,
+        /// Relation descriptions: `relation<TAB>text` lines.
+        #[arg(long)]
+        relations: Option<PathBuf>,
+        #[arg(long)]
+        name: String,
+        /// Semantic version, e.g. 1.2.0.
+        #[arg(long)]
+        version: semver::Version,
+        /// Must match the `compatible` string of the devices that install it.
+        #[arg(long, default_value = DEFAULT_COMPATIBLE)]
+        compatible: String,
+        /// Secret key file from `keygen`.
+        #[arg(long)]
+        key: PathBuf,
+        /// zstd level (1-22).
+        #[arg(long, default_value_t = 19, value_parser = clap::value_parser!(i32).range(1..=22))]
+        level: i32,
+        #[arg(short = 'o', long = "out")]
+        out: PathBuf,
+        /// No progress bar.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Print a bundle's manifest and section table.
+    Inspect { bundle: PathBuf },
+}
+
+fn run() -> Result<()> {
+    match Cli::parse().command {
+        Command::Keygen { out, name, force } => {
+            let (secret, public) = keygen::keygen(&out, &name, force)?;
+            println!("secret key: {} (keep it private)", secret.display());
+            println!(
+                "public key: {} (add to the devices' trusted keys)",
+                public.display()
+            );
+        }
+        Command::Build {
+            triples,
+            format,
+            aliases,
+            relations,
+            name,
+            version,
+            compatible,
+            key,
+            level,
+            out,
+            quiet,
+        } => {
+            let key = SecretKey::read(&key).context("cannot load the signing key")?;
+            let opts = PackOptions {
+                triples,
+                format,
+                aliases,
+                relations,
+                name,
+                version,
+                compatible,
+                level,
+                created_unix: None,
+                progress: !quiet,
+            };
+            let report = pack(&opts, &key, &out)?;
+            for w in &report.warnings {
+                eprintln!("warning: {w}");
+            }
+            let s = &report.stats;
+            println!(
+                "wrote {} ({} bytes, {} raw): {} entities, {} relations, {} triples ({} duplicates removed), {} aliases",
+                out.display(),
+                report.write.bytes,
+                report.write.raw_bytes,
+                s.entities,
+                s.relations,
+                s.triples,
+                s.duplicates_removed,
+                s.aliases
+            );
+            println!(
+                "read {:.0} ms, build {:.0} ms, compress+sign+write {:.0} ms; signed by key {}",
+                report.read_time.as_secs_f64() * 1e3,
+                report.build_time.as_secs_f64() * 1e3,
+                report.write_time.as_secs_f64() * 1e3,
+                key.public().key_id()
+            );
+        }
+        Command::Inspect { bundle } => print!("{}", inspect::inspect(&bundle)?),
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! `kgbox-pack build`: inputs → graph → signed bundle, written atomically.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use kgbox_bundle::normalize::NORMALIZER_ID;
+use kgbox_bundle::writer::WriteReport;
+use kgbox_bundle::{BundleWriter, KgStats, Manifest, SecretKey};
+
+use crate::graph;
+use crate::input::{self, Format, RawKg};
+
+/// The `compatible` string bundles carry unless told otherwise; a device
+/// installs only bundles whose string equals its own.
+pub const DEFAULT_COMPATIBLE: &str = "kgbox-generic";
+/// Oldest runtime that reads what this packager writes.
+pub const MIN_RUNTIME: &str = "0.1.0";
+
+pub struct PackOptions {
+    pub triples: PathBuf,
+    pub format: Option<Format>,
+    pub aliases: Option<PathBuf>,
+    pub relations: Option<PathBuf>,
+    pub name: String,
+    pub version: semver::Version,
+    pub compatible: String,
+    pub level: i32,
+    /// Creation time; `SOURCE_DATE_EPOCH` or now when `None`.
+    pub created_unix: Option<u64>,
+    pub progress: bool,
+}
+
+pub struct PackReport {
+    pub stats: KgStats,
+    pub write: WriteReport,
+    pub warnings: Vec<String>,
+    pub read_time: Duration,
+    pub build_time: Duration,
+    pub write_time: Duration,
+}
+
+fn created_unix() -> Result<u64> {
+    if let Ok(v) = std::env::var("SOURCE_DATE_EPOCH") {
+        return v
+            .trim()
+            .parse()
+            .with_context(|| format!("SOURCE_DATE_EPOCH={v:?} is not a number of seconds"));
+    }
+    Ok(SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0))
+}
+
+fn check_name(name: &str) -> Result<()> {
+    if name.is_empty()
+        || name.len() > 128
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        bail!("bundle name {name:?} must be 1 to 128 characters of A-Z a-z 0-9 - _ .");
+    }
+    Ok(())
+}
+
+fn progress_bar(enabled: bool) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(
+        None,
+        if enabled {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        },
+    );
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} {msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}
+
+/// Reads the inputs, builds the graph and writes a signed bundle to `out`
+/// (through a temporary file renamed into place, so a failed build leaves no
+/// partial bundle behind).
+pub fn pack(opts: &PackOptions, key: &SecretKey, out: &Path) -> Result<PackReport> {
+    check_name(&opts.name)?;
+    if opts.compatible.is_empty() || opts.compatible.chars().any(char::is_whitespace) {
+        bail!("--compatible must be a non-empty string without spaces");
+    }
+    let created_unix = match opts.created_unix {
+        Some(t) => t,
+        None => created_unix()?,
+    };
+    let bar = progress_bar(opts.progress);
+    let t0 = Instant::now();
+    let mut raw = RawKg::default();
+    let format = opts
+        .format
+        .unwrap_or_else(|| Format::from_path(&opts.triples));
+    match format {
+        Format::Tsv => input::read_tsv(&opts.triples, &mut raw, &bar)?,
+        Format::Ntriples => input::read_ntriples(&opts.triples, &mut raw, &bar)?,
+    }
+    if raw.triples.is_empty() {
+        return Err(input::InputError::Empty {
+            file: opts.triples.clone(),
+        }
+        .into());
+    }
+    if let Some(path) = &opts.aliases {
+        input::read_aliases(path, &mut raw, &bar)?;
+    }
+    if let Some(path) = &opts.relations {
+        input::read_relation_descriptions(path, &mut raw, &bar)?;
+    }
+    bar.finish_and_clear();
+    let read_time = t0.elapsed();
+    let warnings = std::mem::take(&mut raw.warnings);
+
+    let t1 = Instant::now();
+    let built = graph::build(raw)?;
+    let build_time = t1.elapsed();
+
+    let t2 = Instant::now();
+    let manifest = Manifest {
+        name: opts.name.clone(),
+        version: opts.version.clone(),
+        compatible: opts.compatible.clone(),
+        created: humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(created_unix))
+            .to_string(),
+        created_unix,
+        min_runtime: semver::Version::parse(MIN_RUNTIME)?,
+        generator: format!("kgbox-pack {}", env!("CARGO_PKG_VERSION")),
+        normalizer: NORMALIZER_ID.to_string(),
+        stats: built.stats.clone(),
+        models: Vec::new(),
+    };
+    let mut writer = BundleWriter::new(manifest).level(opts.level);
+    for (name, data) in built.sections {
+        writer.add_section(
+            name,
+            kgbox_bundle::sections::KG_REQUIRED.contains(&name),
+            data,
+        )?;
+    }
+    let write = write_atomically(out, |file| Ok(writer.write(key, file)?))?;
+    Ok(PackReport {
+        stats: built.stats,
+        write,
+        warnings,
+        read_time,
+        build_time,
+        write_time: t2.elapsed(),
+    })
+}
+
+/// Writes through `OUT.partial`, fsyncs, then renames over `out`.
+pub fn write_atomically<T>(
+    out: &Path,
+    f: impl FnOnce(&mut BufWriter<File>) -> Result<T>,
+) -> Result<T> {
+    let mut tmp = out.as_os_str().to_owned();
+    tmp.push(".partial");
+    let tmp = PathBuf::from(tmp);
+    let file = File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    let mut w = BufWriter::new(file);
+    let result = f(&mut w).and_then(|v| {
+        let file = w.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        Ok(v)
+    });
+    match result {
+        Ok(v) => {
+            std::fs::rename(&tmp, out)
+                .with_context(|| format!("cannot move {} to {}", tmp.display(), out.display()))?;
+            Ok(v)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e.context(format!("writing {}", out.display())))
+        }
+    }
+}

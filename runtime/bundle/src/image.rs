@@ -1,0 +1,203 @@
+//! The installed image: a bundle's signed prefix followed by its known
+//! sections, decompressed and 64-byte aligned, ready to be memory-mapped.
+//!
+//! ```text
+//! 0    64           image header: magic, version, prefix length, total length
+//! 64   prefix_len   the bundle's header, section table, manifest, signature (verbatim)
+//! ..   ...          each included section's raw bytes, at a 64-byte aligned offset,
+//!                   in table order; zero padding between them
+//! ```
+//!
+//! Section offsets are not stored: [`plan`] derives them from the section
+//! table, so the writer and the reader cannot disagree.
+
+use std::collections::HashMap;
+use std::io::{Read, Seek, Write};
+use std::ops::Range;
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{BundleError, Result};
+use crate::format::{Prefix, SectionEntry};
+use crate::reader::{BundleReader, Limits};
+
+pub const IMAGE_MAGIC: [u8; 8] = *b"KGBIMG\0\n";
+pub const IMAGE_VERSION: u32 = 1;
+pub const IMAGE_HEADER_LEN: u64 = 64;
+pub const ALIGN: u64 = 64;
+
+fn align_up(x: u64) -> u64 {
+    x.div_ceil(ALIGN) * ALIGN
+}
+
+/// Where each section lives in the image (`None`: not included).
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub ranges: Vec<Option<Range<u64>>>,
+    pub total_len: u64,
+}
+
+/// Lays out the image for a prefix; `include` picks the sections to keep.
+pub fn plan(prefix: &Prefix, include: impl Fn(&SectionEntry) -> bool) -> Plan {
+    let mut at = align_up(IMAGE_HEADER_LEN + prefix.bytes.len() as u64);
+    let mut ranges = Vec::with_capacity(prefix.sections.len());
+    for s in &prefix.sections {
+        if include(s) {
+            let start = align_up(at);
+            ranges.push(Some(start..start + s.raw_len));
+            at = start + s.raw_len;
+        } else {
+            ranges.push(None);
+        }
+    }
+    Plan {
+        ranges,
+        total_len: at,
+    }
+}
+
+fn image_header(prefix_len: u64, total_len: u64) -> [u8; IMAGE_HEADER_LEN as usize] {
+    let mut h = [0u8; IMAGE_HEADER_LEN as usize];
+    h[0..8].copy_from_slice(&IMAGE_MAGIC);
+    h[8..12].copy_from_slice(&IMAGE_VERSION.to_le_bytes());
+    h[16..24].copy_from_slice(&prefix_len.to_le_bytes());
+    h[24..32].copy_from_slice(&total_len.to_le_bytes());
+    h
+}
+
+/// Writes the image of a bundle to `out`, decompressing each included section
+/// through [`BundleReader::copy_section`] (bounded memory, sizes and hashes
+/// checked). Call [`BundleReader::check_stored`] first.
+pub fn write_image<R: Read + Seek, W: Write>(
+    reader: &mut BundleReader<R>,
+    limits: &Limits,
+    include: impl Fn(&SectionEntry) -> bool,
+    out: &mut W,
+) -> Result<Plan> {
+    let prefix = reader.prefix().clone();
+    let plan = plan(&prefix, include);
+    let wr = |e| BundleError::io("writing the image", e);
+    out.write_all(&image_header(prefix.bytes.len() as u64, plan.total_len))
+        .map_err(wr)?;
+    out.write_all(&prefix.bytes).map_err(wr)?;
+    let mut at = IMAGE_HEADER_LEN + prefix.bytes.len() as u64;
+    let zeros = [0u8; ALIGN as usize];
+    for (entry, range) in prefix.sections.iter().zip(&plan.ranges) {
+        let Some(range) = range else { continue };
+        out.write_all(&zeros[..(range.start - at) as usize])
+            .map_err(wr)?;
+        reader.copy_section(entry, limits, out)?;
+        at = range.end;
+    }
+    Ok(plan)
+}
+
+/// A validated view of image bytes (mapped or owned).
+#[derive(Debug, Clone)]
+pub struct ImageView {
+    pub prefix: Prefix,
+    ranges: HashMap<String, Range<usize>>,
+}
+
+impl ImageView {
+    /// Checks the image header, parses the embedded prefix and checks that every
+    /// section lies inside the image at its planned, aligned offset. Constant work
+    /// in the size of the graph.
+    pub fn parse(bytes: &[u8], include: impl Fn(&SectionEntry) -> bool) -> Result<ImageView> {
+        let bad = |m: String| BundleError::Image(m);
+        if bytes.len() < IMAGE_HEADER_LEN as usize || bytes[0..8] != IMAGE_MAGIC {
+            return Err(bad("not a kgbox image (bad magic or too short)".into()));
+        }
+        let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+        if version != IMAGE_VERSION {
+            return Err(bad(format!(
+                "image version {version}, this build reads {IMAGE_VERSION}"
+            )));
+        }
+        let word = |at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&bytes[at..at + 8]);
+            u64::from_le_bytes(w)
+        };
+        let prefix_len = word(16);
+        let total_len = word(24);
+        if total_len != bytes.len() as u64 {
+            return Err(bad(format!(
+                "image is {} bytes, its header says {total_len} (incomplete write?)",
+                bytes.len()
+            )));
+        }
+        let prefix_end = IMAGE_HEADER_LEN
+            .checked_add(prefix_len)
+            .filter(|&e| e <= total_len)
+            .ok_or_else(|| bad("prefix length out of bounds".into()))?;
+        let prefix = Prefix::parse(bytes[IMAGE_HEADER_LEN as usize..prefix_end as usize].to_vec())?;
+        if prefix.bytes.len() as u64 != prefix_len {
+            return Err(bad("prefix length does not match its contents".into()));
+        }
+        let plan = plan(&prefix, include);
+        if plan.total_len != total_len {
+            return Err(bad(format!(
+                "layout needs {} bytes, image has {total_len}",
+                plan.total_len
+            )));
+        }
+        let ranges = prefix
+            .sections
+            .iter()
+            .zip(plan.ranges)
+            .filter_map(|(s, r)| r.map(|r| (s.name.clone(), r.start as usize..r.end as usize)))
+            .collect();
+        Ok(ImageView { prefix, ranges })
+    }
+
+    /// The bytes of a section, if the image holds it.
+    pub fn section<'a>(&self, bytes: &'a [u8], name: &str) -> Option<&'a [u8]> {
+        bytes.get(self.ranges.get(name)?.clone())
+    }
+
+    /// Re-hashes every section against the signed table (linear in size; for
+    /// `status --verify`, not for startup).
+    pub fn verify_hashes(&self, bytes: &[u8]) -> Result<()> {
+        for entry in &self.prefix.sections {
+            let Some(data) = self.section(bytes, &entry.name) else {
+                continue;
+            };
+            let found: [u8; 32] = Sha256::digest(data).into();
+            if found != entry.sha256_raw {
+                return Err(BundleError::ChecksumMismatch {
+                    name: entry.name.clone(),
+                    what: "installed",
+                    expected: hex::encode(entry.sha256_raw),
+                    found: hex::encode(found),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Owned bytes with 8-byte alignment, for images held in memory.
+#[derive(Debug, Clone, Default)]
+pub struct AlignedBytes {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl AlignedBytes {
+    pub fn from_slice(bytes: &[u8]) -> AlignedBytes {
+        let mut words = vec![0u64; bytes.len().div_ceil(8)];
+        bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
+        AlignedBytes {
+            words,
+            len: bytes.len(),
+        }
+    }
+}
+
+impl std::ops::Deref for AlignedBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &bytemuck::cast_slice::<u64, u8>(&self.words)[..self.len]
+    }
+}

@@ -1,0 +1,215 @@
+//! ed25519 keys in a one-line text form, and the set of keys a device trusts.
+//!
+//! ```text
+//! kgbox-ed25519-public <base64 of 32 bytes> [comment]
+//! kgbox-ed25519-secret <base64 of 32 bytes> [comment]
+//! ```
+
+use std::fmt;
+use std::path::Path;
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+use sha2::{Digest, Sha256};
+
+use crate::error::{BundleError, Result};
+use crate::format::{Prefix, SIGNING_DOMAIN};
+
+pub const PUBLIC_TAG: &str = "kgbox-ed25519-public";
+pub const SECRET_TAG: &str = "kgbox-ed25519-secret";
+
+/// First 8 bytes of sha256(public key); names a key in headers and messages.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct KeyId(pub [u8; 8]);
+
+impl fmt::Display for KeyId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&hex::encode(self.0))
+    }
+}
+
+impl fmt::Debug for KeyId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "KeyId({self})")
+    }
+}
+
+/// A public (verifying) key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PublicKey {
+    key: VerifyingKey,
+    pub comment: String,
+}
+
+impl fmt::Debug for PublicKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PublicKey({})", self.key_id())
+    }
+}
+
+impl PublicKey {
+    pub fn key_id(&self) -> KeyId {
+        let d = Sha256::digest(self.key.as_bytes());
+        let mut id = [0u8; 8];
+        id.copy_from_slice(&d[..8]);
+        KeyId(id)
+    }
+
+    pub fn parse(text: &str) -> Result<PublicKey> {
+        let (bytes, comment) = parse_line(text, PUBLIC_TAG)?;
+        let key = VerifyingKey::from_bytes(&bytes)
+            .map_err(|e| BundleError::Key(format!("not a valid ed25519 public key: {e}")))?;
+        Ok(PublicKey { key, comment })
+    }
+
+    /// Reads a public key file; the error names the file.
+    pub fn read(path: &Path) -> Result<PublicKey> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| BundleError::io(format!("reading public key {}", path.display()), e))?;
+        PublicKey::parse(&text).map_err(|e| BundleError::Key(format!("{}: {e}", path.display())))
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut s = format!("{PUBLIC_TAG} {}", B64.encode(self.key.as_bytes()));
+        if !self.comment.is_empty() {
+            s.push(' ');
+            s.push_str(&self.comment);
+        }
+        s.push('\n');
+        s
+    }
+
+    fn verify(&self, message: &[u8], sig: &[u8]) -> bool {
+        let Ok(sig) = Signature::from_slice(sig) else {
+            return false;
+        };
+        self.key.verify_strict(message, &sig).is_ok() && self.key.verify(message, &sig).is_ok()
+    }
+}
+
+/// A secret (signing) key.
+pub struct SecretKey {
+    key: SigningKey,
+    pub comment: String,
+}
+
+impl SecretKey {
+    pub fn from_seed(seed: [u8; 32], comment: &str) -> SecretKey {
+        SecretKey {
+            key: SigningKey::from_bytes(&seed),
+            comment: comment.to_string(),
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<SecretKey> {
+        let (bytes, comment) = parse_line(text, SECRET_TAG)?;
+        Ok(SecretKey {
+            key: SigningKey::from_bytes(&bytes),
+            comment,
+        })
+    }
+
+    pub fn read(path: &Path) -> Result<SecretKey> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| BundleError::io(format!("reading secret key {}", path.display()), e))?;
+        SecretKey::parse(&text).map_err(|e| BundleError::Key(format!("{}: {e}", path.display())))
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut s = format!("{SECRET_TAG} {}", B64.encode(self.key.to_bytes()));
+        if !self.comment.is_empty() {
+            s.push(' ');
+            s.push_str(&self.comment);
+        }
+        s.push('\n');
+        s
+    }
+
+    pub fn public(&self) -> PublicKey {
+        PublicKey {
+            key: self.key.verifying_key(),
+            comment: self.comment.clone(),
+        }
+    }
+
+    /// Signs `SIGNING_DOMAIN || message`.
+    pub fn sign_bundle(&self, message: &[u8]) -> [u8; 64] {
+        let mut m = Vec::with_capacity(SIGNING_DOMAIN.len() + message.len());
+        m.extend_from_slice(SIGNING_DOMAIN);
+        m.extend_from_slice(message);
+        self.key.sign(&m).to_bytes()
+    }
+}
+
+fn parse_line(text: &str, tag: &str) -> Result<([u8; 32], String)> {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .ok_or_else(|| BundleError::Key("empty key".into()))?;
+    let mut parts = line.splitn(3, char::is_whitespace);
+    let found_tag = parts.next().unwrap_or_default();
+    if found_tag != tag {
+        let hint = if found_tag == SECRET_TAG || found_tag == PUBLIC_TAG {
+            format!(" (this is a `{found_tag}` key)")
+        } else {
+            String::new()
+        };
+        return Err(BundleError::Key(format!(
+            "expected a line starting with `{tag}`{hint}"
+        )));
+    }
+    let b64 = parts
+        .next()
+        .ok_or_else(|| BundleError::Key("missing key material after the tag".into()))?;
+    let raw = B64
+        .decode(b64.trim())
+        .map_err(|e| BundleError::Key(format!("key material is not base64: {e}")))?;
+    let bytes: [u8; 32] = raw
+        .try_into()
+        .map_err(|v: Vec<u8>| BundleError::Key(format!("key is {} bytes, expected 32", v.len())))?;
+    Ok((bytes, parts.next().unwrap_or_default().trim().to_string()))
+}
+
+/// The public keys whose bundles this device installs.
+#[derive(Debug, Clone, Default)]
+pub struct TrustedKeys {
+    keys: Vec<PublicKey>,
+}
+
+impl TrustedKeys {
+    pub fn new(keys: Vec<PublicKey>) -> TrustedKeys {
+        TrustedKeys { keys }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    pub fn keys(&self) -> &[PublicKey] {
+        &self.keys
+    }
+
+    /// Checks the prefix's signature; returns the key that made it.
+    pub fn verify(&self, prefix: &Prefix) -> Result<&PublicKey> {
+        let key_id = prefix.header.key_id;
+        let key = self
+            .keys
+            .iter()
+            .find(|k| k.key_id() == key_id)
+            .ok_or_else(|| BundleError::UntrustedKey {
+                key_id: key_id.to_string(),
+            })?;
+        let mut m = Vec::with_capacity(SIGNING_DOMAIN.len() + prefix.signed_bytes().len());
+        m.extend_from_slice(SIGNING_DOMAIN);
+        m.extend_from_slice(prefix.signed_bytes());
+        if key.verify(&m, prefix.signature()) {
+            Ok(key)
+        } else {
+            Err(BundleError::BadSignature {
+                key_id: key_id.to_string(),
+            })
+        }
+    }
+}

@@ -1,0 +1,372 @@
+//! Zero-copy views of the knowledge graph inside an image, and the encoders
+//! the packager uses to produce those sections.
+//!
+//! Lengths and end offsets are checked once, in [`Kg::from_sections`], in
+//! constant time. Accessors use checked slicing, so a corrupt offset yields
+//! `None` or an empty slice, never a panic or an out-of-bounds read.
+
+use std::ops::Range;
+
+use crate::error::{BundleError, Result};
+use crate::sections as s;
+
+/// Postings with this bit set come from an alias, not the entity's name.
+pub const POSTING_ALIAS: u32 = 1 << 31;
+/// fst values at or above this point into the postings array.
+pub const POSTINGS_LIST: u64 = 1 << 32;
+/// Entity ids must fit in 31 bits (the top bit of a posting is the alias flag).
+pub const MAX_ENTITIES: usize = (1 << 31) - 1;
+
+/// A table of UTF-8 strings: `offsets` (u64, n + 1) into `bytes`.
+#[derive(Clone, Copy)]
+pub struct StringTable<'a> {
+    offsets: &'a [u64],
+    bytes: &'a [u8],
+}
+
+impl<'a> StringTable<'a> {
+    fn new(offsets_name: &str, offsets: &'a [u8], bytes: &'a [u8]) -> Result<Self> {
+        let offsets: &[u64] = cast(offsets_name, offsets)?;
+        match (offsets.first(), offsets.last()) {
+            (Some(0), Some(&last)) if last == bytes.len() as u64 => {
+                Ok(StringTable { offsets, bytes })
+            }
+            _ => Err(BundleError::bad_section(
+                offsets_name,
+                format!(
+                    "offsets must start at 0 and end at the string data length {}",
+                    bytes.len()
+                ),
+            )),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn get(&self, i: usize) -> Option<&'a str> {
+        let a = usize::try_from(*self.offsets.get(i)?).ok()?;
+        let b = usize::try_from(*self.offsets.get(i + 1)?).ok()?;
+        std::str::from_utf8(self.bytes.get(a..b)?).ok()
+    }
+
+    /// Binary search, valid when the strings are sorted bytewise.
+    pub fn find_sorted(&self, needle: &str) -> Option<usize> {
+        let (mut lo, mut hi) = (0usize, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.get(mid)?.cmp(needle) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
+    }
+}
+
+/// Compressed sparse rows: for node `n`, edges `offsets[n]..offsets[n+1]`
+/// sorted by (relation, other end).
+#[derive(Clone, Copy)]
+pub struct Csr<'a> {
+    offsets: &'a [u64],
+    relations: &'a [u32],
+    others: &'a [u32],
+}
+
+impl<'a> Csr<'a> {
+    fn new(
+        names: [&str; 3],
+        nodes: usize,
+        offsets: &'a [u8],
+        relations: &'a [u8],
+        others: &'a [u8],
+    ) -> Result<Self> {
+        let offsets: &[u64] = cast(names[0], offsets)?;
+        let relations: &[u32] = cast(names[1], relations)?;
+        let others: &[u32] = cast(names[2], others)?;
+        if offsets.len() != nodes + 1 {
+            return Err(BundleError::bad_section(
+                names[0],
+                format!("has {} offsets for {nodes} entities", offsets.len()),
+            ));
+        }
+        if relations.len() != others.len()
+            || offsets.first() != Some(&0)
+            || offsets.last() != Some(&(others.len() as u64))
+        {
+            return Err(BundleError::bad_section(
+                names[0],
+                "offsets do not match the edge arrays",
+            ));
+        }
+        Ok(Csr {
+            offsets,
+            relations,
+            others,
+        })
+    }
+
+    fn range(&self, node: u32) -> Range<usize> {
+        let i = node as usize;
+        match (self.offsets.get(i), self.offsets.get(i + 1)) {
+            (Some(&a), Some(&b)) if a <= b && b as usize <= self.others.len() => {
+                a as usize..b as usize
+            }
+            _ => 0..0,
+        }
+    }
+
+    /// Number of edges of `node`.
+    pub fn degree(&self, node: u32) -> usize {
+        self.range(node).len()
+    }
+
+    /// All edges of `node` as parallel (relation, other end) slices.
+    pub fn edges(&self, node: u32) -> (&'a [u32], &'a [u32]) {
+        let r = self.range(node);
+        (&self.relations[r.clone()], &self.others[r])
+    }
+
+    /// The neighbours of `node` over `relation`: one sorted slice.
+    pub fn neighbours(&self, node: u32, relation: u32) -> &'a [u32] {
+        let (rels, others) = self.edges(node);
+        let lo = rels.partition_point(|&r| r < relation);
+        let hi = rels.partition_point(|&r| r <= relation);
+        &others[lo..hi]
+    }
+
+    pub fn edge_count(&self) -> usize {
+        self.others.len()
+    }
+}
+
+/// How a lexical match was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Posting {
+    pub entity: u32,
+    pub via_alias: bool,
+}
+
+/// The knowledge graph of a loaded image.
+#[derive(Clone)]
+pub struct Kg<'a> {
+    pub entities: StringTable<'a>,
+    pub relations: StringTable<'a>,
+    relation_desc: Option<StringTable<'a>>,
+    alias_owners: &'a [u64],
+    aliases: StringTable<'a>,
+    /// Edges by head: (relation, tail).
+    pub out: Csr<'a>,
+    /// Edges by tail: (relation, head).
+    pub inc: Csr<'a>,
+    index: fst::Map<&'a [u8]>,
+    postings: &'a [u32],
+}
+
+impl<'a> Kg<'a> {
+    /// Builds the views from the image's sections; `get` returns a section's bytes.
+    pub fn from_sections(get: impl Fn(&str) -> Option<&'a [u8]>) -> Result<Kg<'a>> {
+        let need = |name: &str| get(name).ok_or_else(|| BundleError::MissingSection(name.into()));
+        let entities = StringTable::new(
+            s::ENTITY_OFFSETS,
+            need(s::ENTITY_OFFSETS)?,
+            need(s::ENTITY_NAMES)?,
+        )?;
+        let relations = StringTable::new(
+            s::RELATION_OFFSETS,
+            need(s::RELATION_OFFSETS)?,
+            need(s::RELATION_NAMES)?,
+        )?;
+        let relation_desc = match (get(s::RELATION_DESC_OFFSETS), get(s::RELATION_DESC_TEXT)) {
+            (Some(o), Some(t)) => {
+                let t = StringTable::new(s::RELATION_DESC_OFFSETS, o, t)?;
+                if t.len() != relations.len() {
+                    return Err(BundleError::bad_section(
+                        s::RELATION_DESC_OFFSETS,
+                        format!("{} descriptions for {} relations", t.len(), relations.len()),
+                    ));
+                }
+                Some(t)
+            }
+            _ => None,
+        };
+        let n = entities.len();
+        if n > MAX_ENTITIES {
+            return Err(BundleError::bad_section(
+                s::ENTITY_OFFSETS,
+                "too many entities",
+            ));
+        }
+        let alias_owners: &[u64] = cast(s::ALIAS_OWNERS, need(s::ALIAS_OWNERS)?)?;
+        let aliases = StringTable::new(
+            s::ALIAS_OFFSETS,
+            need(s::ALIAS_OFFSETS)?,
+            need(s::ALIAS_NAMES)?,
+        )?;
+        if alias_owners.len() != n + 1
+            || alias_owners.first() != Some(&0)
+            || alias_owners.last() != Some(&(aliases.len() as u64))
+        {
+            return Err(BundleError::bad_section(
+                s::ALIAS_OWNERS,
+                "offsets do not match the entity and alias tables",
+            ));
+        }
+        let out = Csr::new(
+            [s::OUT_OFFSETS, s::OUT_RELATIONS, s::OUT_TARGETS],
+            n,
+            need(s::OUT_OFFSETS)?,
+            need(s::OUT_RELATIONS)?,
+            need(s::OUT_TARGETS)?,
+        )?;
+        let inc = Csr::new(
+            [s::IN_OFFSETS, s::IN_RELATIONS, s::IN_SOURCES],
+            n,
+            need(s::IN_OFFSETS)?,
+            need(s::IN_RELATIONS)?,
+            need(s::IN_SOURCES)?,
+        )?;
+        if out.edge_count() != inc.edge_count() {
+            return Err(BundleError::bad_section(
+                s::IN_OFFSETS,
+                "forward and reverse graphs have different edge counts",
+            ));
+        }
+        let index = fst::Map::new(need(s::INDEX_FST)?)
+            .map_err(|e| BundleError::bad_section(s::INDEX_FST, e.to_string()))?;
+        let postings: &[u32] = cast(s::INDEX_POSTINGS, need(s::INDEX_POSTINGS)?)?;
+        Ok(Kg {
+            entities,
+            relations,
+            relation_desc,
+            alias_owners,
+            aliases,
+            out,
+            inc,
+            index,
+            postings,
+        })
+    }
+
+    pub fn entity_count(&self) -> usize {
+        self.entities.len()
+    }
+
+    pub fn relation_count(&self) -> usize {
+        self.relations.len()
+    }
+
+    pub fn triple_count(&self) -> usize {
+        self.out.edge_count()
+    }
+
+    pub fn entity_name(&self, id: u32) -> Option<&'a str> {
+        self.entities.get(id as usize)
+    }
+
+    pub fn relation_name(&self, id: u32) -> Option<&'a str> {
+        self.relations.get(id as usize)
+    }
+
+    pub fn relation_description(&self, id: u32) -> Option<&'a str> {
+        self.relation_desc
+            .as_ref()
+            .and_then(|t| t.get(id as usize))
+            .filter(|d| !d.is_empty())
+    }
+
+    /// Entity id by exact name (binary search; names are sorted).
+    pub fn entity_id(&self, name: &str) -> Option<u32> {
+        self.entities.find_sorted(name).map(|i| i as u32)
+    }
+
+    pub fn relation_id(&self, name: &str) -> Option<u32> {
+        self.relations.find_sorted(name).map(|i| i as u32)
+    }
+
+    /// Aliases of an entity.
+    pub fn aliases(&self, id: u32) -> impl Iterator<Item = &'a str> + '_ {
+        let i = id as usize;
+        let range = match (self.alias_owners.get(i), self.alias_owners.get(i + 1)) {
+            (Some(&a), Some(&b)) if a <= b => a as usize..b as usize,
+            _ => 0..0,
+        };
+        range.filter_map(move |k| self.aliases.get(k))
+    }
+
+    /// Entities whose normalized name or alias equals `normalized` exactly.
+    pub fn lookup_normalized(&self, normalized: &str) -> Vec<Posting> {
+        match self.index.get(normalized) {
+            Some(v) => self.decode_postings(v),
+            None => Vec::new(),
+        }
+    }
+
+    /// The lexical index, for fuzzy and prefix search.
+    pub fn index(&self) -> &fst::Map<&'a [u8]> {
+        &self.index
+    }
+
+    /// Expands an fst value into postings (tolerates corrupt values by returning fewer).
+    pub fn decode_postings(&self, value: u64) -> Vec<Posting> {
+        let one = |p: u32| Posting {
+            entity: p & !POSTING_ALIAS,
+            via_alias: p & POSTING_ALIAS != 0,
+        };
+        if value < POSTINGS_LIST {
+            return vec![one(value as u32)];
+        }
+        let at = (value - POSTINGS_LIST) as usize;
+        let Some(&count) = self.postings.get(at) else {
+            return Vec::new();
+        };
+        self.postings
+            .get(at + 1..at + 1 + count as usize)
+            .unwrap_or_default()
+            .iter()
+            .map(|&p| one(p))
+            .collect()
+    }
+}
+
+fn cast<'a, T: bytemuck::Pod>(name: &str, bytes: &'a [u8]) -> Result<&'a [T]> {
+    bytemuck::try_cast_slice(bytes).map_err(|e| {
+        BundleError::bad_section(
+            name,
+            format!(
+                "cannot view {} bytes as an array of {}-byte integers: {e:?}",
+                bytes.len(),
+                std::mem::size_of::<T>()
+            ),
+        )
+    })
+}
+
+/// Encoders for the packager.
+pub mod encode {
+    /// Encodes strings as (offsets, bytes) for a [`super::StringTable`].
+    pub fn string_table<S: AsRef<str>>(strings: &[S]) -> (Vec<u8>, Vec<u8>) {
+        let mut offsets = Vec::with_capacity(strings.len() + 1);
+        let mut bytes = Vec::new();
+        offsets.push(0u64);
+        for s in strings {
+            bytes.extend_from_slice(s.as_ref().as_bytes());
+            offsets.push(bytes.len() as u64);
+        }
+        (u64s(&offsets), bytes)
+    }
+
+    pub fn u64s(v: &[u64]) -> Vec<u8> {
+        bytemuck::cast_slice(v).to_vec()
+    }
+
+    pub fn u32s(v: &[u32]) -> Vec<u8> {
+        bytemuck::cast_slice(v).to_vec()
+    }
+}

@@ -1,0 +1,62 @@
+//! The bundle manifest: a small JSON document covered by the signature.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{BundleError, Result};
+
+/// What a bundle is, who can run it and what it holds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    /// Bundle name, e.g. `metaqa-movies`.
+    pub name: String,
+    /// Semantic version; installs refuse a lower version than the active one.
+    pub version: semver::Version,
+    /// Must equal the device's configured `compatible` string (RAUC-style).
+    pub compatible: String,
+    /// Creation time, RFC 3339 UTC.
+    pub created: String,
+    /// Creation time, seconds since the Unix epoch.
+    pub created_unix: u64,
+    /// Oldest runtime that can load this bundle.
+    pub min_runtime: semver::Version,
+    /// The program that wrote the bundle.
+    pub generator: String,
+    /// Entity-name normalizer used to build the lexical index.
+    pub normalizer: String,
+    pub stats: KgStats,
+    /// ONNX models and other engines' files held in sections.
+    #[serde(default)]
+    pub models: Vec<ModelInfo>,
+}
+
+/// Size of the knowledge graph.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct KgStats {
+    pub entities: u64,
+    pub relations: u64,
+    pub triples: u64,
+    pub aliases: u64,
+    pub duplicates_removed: u64,
+}
+
+/// A model carried in a section.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ModelInfo {
+    pub name: String,
+    pub section: String,
+    /// e.g. `onnx`.
+    pub engine: String,
+    pub opset: u32,
+    /// What the model does, e.g. `query-executor`, `reranker`.
+    pub role: String,
+}
+
+impl Manifest {
+    pub fn from_json(bytes: &[u8]) -> Result<Manifest> {
+        serde_json::from_slice(bytes).map_err(|e| BundleError::Manifest(e.to_string()))
+    }
+
+    pub fn to_json(&self) -> Result<Vec<u8>> {
+        serde_json::to_vec_pretty(self).map_err(|e| BundleError::Manifest(e.to_string()))
+    }
+}

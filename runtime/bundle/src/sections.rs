@@ -1,0 +1,73 @@
+//! Names of the sections this build knows, and which of them a KG bundle needs.
+//!
+//! A section whose name is not listed here is *unknown*: skipped if optional,
+//! refused if required (it needs a newer runtime).
+
+pub const ENTITY_OFFSETS: &str = "kg.entities.offsets";
+pub const ENTITY_NAMES: &str = "kg.entities.names";
+pub const RELATION_OFFSETS: &str = "kg.relations.offsets";
+pub const RELATION_NAMES: &str = "kg.relations.names";
+pub const RELATION_DESC_OFFSETS: &str = "kg.relations.desc.offsets";
+pub const RELATION_DESC_TEXT: &str = "kg.relations.desc.text";
+pub const ALIAS_OWNERS: &str = "kg.aliases.owners";
+pub const ALIAS_OFFSETS: &str = "kg.aliases.offsets";
+pub const ALIAS_NAMES: &str = "kg.aliases.names";
+pub const OUT_OFFSETS: &str = "kg.out.offsets";
+pub const OUT_RELATIONS: &str = "kg.out.rel";
+pub const OUT_TARGETS: &str = "kg.out.dst";
+pub const IN_OFFSETS: &str = "kg.in.offsets";
+pub const IN_RELATIONS: &str = "kg.in.rel";
+pub const IN_SOURCES: &str = "kg.in.src";
+pub const INDEX_FST: &str = "kg.index.fst";
+pub const INDEX_POSTINGS: &str = "kg.index.postings";
+
+/// Sections every KG bundle must have.
+pub const KG_REQUIRED: &[&str] = &[
+    ENTITY_OFFSETS,
+    ENTITY_NAMES,
+    RELATION_OFFSETS,
+    RELATION_NAMES,
+    ALIAS_OWNERS,
+    ALIAS_OFFSETS,
+    ALIAS_NAMES,
+    OUT_OFFSETS,
+    OUT_RELATIONS,
+    OUT_TARGETS,
+    IN_OFFSETS,
+    IN_RELATIONS,
+    IN_SOURCES,
+    INDEX_FST,
+    INDEX_POSTINGS,
+];
+
+/// Known sections a KG bundle may leave out.
+pub const KG_OPTIONAL: &[&str] = &[RELATION_DESC_OFFSETS, RELATION_DESC_TEXT];
+
+/// Whether this build knows how to use a section.
+pub fn is_known(name: &str) -> bool {
+    KG_REQUIRED.contains(&name) || KG_OPTIONAL.contains(&name)
+}
+
+/// Whether a section goes into an installed image: known sections do,
+/// unknown optional ones are skipped.
+pub fn include_in_image(entry: &crate::format::SectionEntry) -> bool {
+    is_known(&entry.name)
+}
+
+/// Checks that a bundle can be used by this build: no unknown required
+/// section, and every section a KG needs is present.
+pub fn check_known(prefix: &crate::format::Prefix) -> crate::Result<()> {
+    if let Some(s) = prefix
+        .sections
+        .iter()
+        .find(|s| s.required() && !is_known(&s.name))
+    {
+        return Err(crate::BundleError::UnknownRequiredSection {
+            name: s.name.clone(),
+        });
+    }
+    if let Some(missing) = KG_REQUIRED.iter().find(|n| prefix.section(n).is_none()) {
+        return Err(crate::BundleError::MissingSection(missing.to_string()));
+    }
+    Ok(())
+}

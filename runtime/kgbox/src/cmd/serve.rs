@@ -1,0 +1,66 @@
+//! `kgbox serve`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use kgbox::http::{self, AppState};
+use kgbox::metrics::Metrics;
+use kgbox::{install, Config};
+
+fn init_logging(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+pub fn run(cfg: Config, started: Instant) -> Result<()> {
+    init_logging(&cfg.log.level);
+    let bundle = match install::load_active(&cfg.data_dir)? {
+        Some(b) => {
+            let m = b.manifest();
+            tracing::info!(bundle = %m.name, version = %m.version, source = %b.source.label(), "loaded the active bundle");
+            b
+        }
+        None if cfg.demo => {
+            let b = kgbox::demo::load_demo().context("loading the built-in demo bundle")?;
+            tracing::warn!(
+                data_dir = %cfg.data_dir.display(),
+                "no bundle installed: serving the built-in DEMO bundle `{}` {} (signed with a demo-only key; install your own with `kgbox install`)",
+                b.manifest().name,
+                b.manifest().version
+            );
+            b
+        }
+        None => anyhow::bail!(
+            "no bundle is installed in {} and the demo is disabled (demo = false)",
+            cfg.data_dir.display()
+        ),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&cfg.http.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", cfg.http.listen))?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(AppState {
+            bundle: Arc::new(bundle),
+            metrics: Metrics::default(),
+            ready: AtomicBool::new(false),
+            started,
+            startup_seconds: started.elapsed().as_secs_f64(),
+        });
+        state.ready.store(true, Ordering::Release);
+        tracing::info!(%addr, startup_ms = state.startup_seconds * 1e3, "listening on http://{addr}");
+        http::serve(listener, state, &cfg.http).await?;
+        Ok(())
+    })
+}

@@ -1,0 +1,92 @@
+//! `kgbox status`, `kgbox rollback`, `kgbox entity`.
+
+use anyhow::{Context, Result};
+use kgbox::entity::{describe, Page};
+use kgbox::store::{Slot, SlotStatus, Store};
+use kgbox::{install, Config};
+
+pub fn run(cfg: &Config, json: bool, verify: bool) -> Result<()> {
+    let Some(store) = Store::open(&cfg.data_dir, false)? else {
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({"data_dir": cfg.data_dir, "active": null})
+            );
+        } else {
+            println!("data dir {}: no bundle installed", cfg.data_dir.display());
+        }
+        return Ok(());
+    };
+    let state = store.state()?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({"data_dir": cfg.data_dir, "state": state})
+            )?
+        );
+    } else {
+        println!("data dir {}", cfg.data_dir.display());
+        for slot in [Slot::A, Slot::B] {
+            let tag = if state.active == Some(slot) {
+                " [active]"
+            } else if state.previous == Some(slot) {
+                " [previous]"
+            } else {
+                ""
+            };
+            match state.record(slot) {
+                None => println!("slot {slot}: empty{tag}"),
+                Some(r) => match r.status {
+                    SlotStatus::Ready => println!(
+                        "slot {slot}: {} {}  installed {}  key {}  image {} ({} bytes){tag}",
+                        r.name, r.version, r.installed_at, r.key_id, r.image, r.image_bytes
+                    ),
+                    SlotStatus::Installing => {
+                        println!("slot {slot}: incomplete (an install was interrupted){tag}")
+                    }
+                    SlotStatus::Failed => println!("slot {slot}: failed install: {}{tag}", r.error),
+                },
+            }
+        }
+        if state.active.is_none() {
+            println!("no active bundle");
+        }
+    }
+    if verify {
+        if let Some(rec) = state.active_record() {
+            let path = store.image_path(rec);
+            let b = kgbox::LoadedBundle::open_image(&path, rec.slot)?;
+            b.verify_hashes()
+                .with_context(|| format!("active image {} is damaged", path.display()))?;
+            println!("active image verified: every section matches its signed sha256");
+        }
+    }
+    Ok(())
+}
+
+pub fn rollback(cfg: &Config) -> Result<()> {
+    let (from, to) = install::rollback(&cfg.data_dir)?;
+    println!(
+        "rolled back from {} {} (slot {}) to {} {} (slot {})",
+        from.name, from.version, from.slot, to.name, to.version, to.slot
+    );
+    Ok(())
+}
+
+pub fn entity(cfg: &Config, name: &str, limit: usize, offset: usize) -> Result<()> {
+    let bundle = match install::load_active(&cfg.data_dir)? {
+        Some(b) => b,
+        None if cfg.demo => kgbox::demo::load_demo()?,
+        None => anyhow::bail!("no bundle is installed in {}", cfg.data_dir.display()),
+    };
+    let kg = bundle.kg()?;
+    let page = Page {
+        offset,
+        limit,
+        ..Page::default()
+    };
+    let view = describe(&kg, name, &page)?;
+    println!("{}", serde_json::to_string_pretty(&view)?);
+    Ok(())
+}

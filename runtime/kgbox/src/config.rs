@@ -1,0 +1,180 @@
+//! Runtime configuration: a TOML file, then `KGBOX_*` environment variables
+//! (`__` separates nesting: `KGBOX_HTTP__LISTEN=0.0.0.0:8080`), then flags.
+
+use std::path::{Path, PathBuf};
+
+use figment::providers::{Env, Format, Serialized, Toml};
+use figment::Figment;
+use kgbox_bundle::{Limits, PublicKey, TrustedKeys};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Used when no `--config` is given and this file exists.
+pub const DEFAULT_CONFIG_PATH: &str = "/etc/kgbox/config.toml";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Slots and the state database live here.
+    pub data_dir: PathBuf,
+    /// Bundles must carry this `compatible` string.
+    pub compatible: String,
+    /// Serve the built-in demo bundle when nothing is installed.
+    pub demo: bool,
+    pub trust: TrustConfig,
+    pub limits: LimitsConfig,
+    pub http: HttpConfig,
+    pub log: LogConfig,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrustConfig {
+    /// Public keys: paths to `.pub` files, or inline `kgbox-ed25519-public ...` lines.
+    pub keys: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// Largest decompressed section, bytes.
+    pub max_section_bytes: u64,
+    /// Largest decompressed bundle, bytes.
+    pub max_image_bytes: u64,
+    /// zstd window limit, log2 bytes (bounds decoder memory).
+    pub zstd_window_log_max: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpConfig {
+    pub listen: String,
+    pub body_limit_bytes: usize,
+    pub request_timeout_ms: u64,
+    pub max_concurrency: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    /// `error`, `warn`, `info`, `debug`, `trace`, or a tracing filter; `RUST_LOG` wins.
+    pub level: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            data_dir: PathBuf::from("/var/lib/kgbox"),
+            compatible: "kgbox-generic".into(),
+            demo: true,
+            trust: TrustConfig::default(),
+            limits: LimitsConfig::default(),
+            http: HttpConfig::default(),
+            log: LogConfig::default(),
+        }
+    }
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        let l = Limits::default();
+        LimitsConfig {
+            max_section_bytes: l.max_section_bytes,
+            max_image_bytes: l.max_total_bytes,
+            zstd_window_log_max: l.window_log_max,
+        }
+    }
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            listen: "127.0.0.1:8080".into(),
+            body_limit_bytes: 1 << 20,
+            request_timeout_ms: 10_000,
+            max_concurrency: 256,
+        }
+    }
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            level: "info".into(),
+        }
+    }
+}
+
+impl Config {
+    /// Defaults, then the file (if any), then `KGBOX_*` variables.
+    pub fn load(file: Option<&Path>) -> Result<Config> {
+        let mut fig = Figment::from(Serialized::defaults(Config::default()));
+        let file = file.map(Path::to_path_buf).or_else(|| {
+            let p = PathBuf::from(DEFAULT_CONFIG_PATH);
+            p.exists().then_some(p)
+        });
+        if let Some(path) = &file {
+            if !path.is_file() {
+                return Err(Error::Config(format!(
+                    "config file {} does not exist",
+                    path.display()
+                )));
+            }
+            fig = fig.merge(Toml::file_exact(path));
+        }
+        fig = fig.merge(
+            Env::prefixed("KGBOX_")
+                .split("__")
+                .filter(|k| k.as_str() != "config"),
+        );
+        let cfg: Config = fig.extract().map_err(|e| Error::Config(e.to_string()))?;
+        cfg.check()?;
+        Ok(cfg)
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.compatible.trim().is_empty() {
+            return Err(Error::Config("`compatible` must not be empty".into()));
+        }
+        if self.limits.zstd_window_log_max < 10 || self.limits.zstd_window_log_max > 31 {
+            return Err(Error::Config(
+                "limits.zstd_window_log_max must be between 10 and 31".into(),
+            ));
+        }
+        if self.http.max_concurrency == 0 {
+            return Err(Error::Config(
+                "http.max_concurrency must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_section_bytes: self.limits.max_section_bytes,
+            max_total_bytes: self.limits.max_image_bytes,
+            window_log_max: self.limits.zstd_window_log_max,
+        }
+    }
+
+    /// Loads the trusted keys; each entry is an inline key or a file path.
+    pub fn trusted_keys(&self) -> Result<TrustedKeys> {
+        self.trust
+            .keys
+            .iter()
+            .map(|k| parse_key_ref(k))
+            .collect::<Result<Vec<_>>>()
+            .map(TrustedKeys::new)
+    }
+}
+
+/// An inline `kgbox-ed25519-public ...` key or a path to a key file.
+pub fn parse_key_ref(k: &str) -> Result<PublicKey> {
+    let parsed = if k.trim_start().starts_with(kgbox_bundle::keys::PUBLIC_TAG) {
+        PublicKey::parse(k)
+    } else {
+        PublicKey::read(Path::new(k))
+    };
+    parsed.map_err(|e| Error::Config(format!("trusted key {k:?}: {e}")))
+}

@@ -1,0 +1,274 @@
+//! The HTTP front end: health (plain and KServe v2), metrics, the bundle
+//! manifest and entity lookup. Handlers parse, call the library, map errors.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::{MatchedPath, Path, Query, Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::json;
+use tower::limit::ConcurrencyLimitLayer;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
+
+use crate::config::HttpConfig;
+use crate::entity::{self, LookupError, Page};
+use crate::loaded::LoadedBundle;
+use crate::metrics::{gauge, resident_bytes, Metrics};
+
+pub struct AppState {
+    pub bundle: Arc<LoadedBundle>,
+    pub metrics: Metrics,
+    pub ready: AtomicBool,
+    pub started: Instant,
+    /// Process start to ready, seconds.
+    pub startup_seconds: f64,
+}
+
+/// A JSON error: `{"error": {"code": ..., "message": ...}}`.
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    extra: Option<(&'static str, serde_json::Value)>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            extra: None,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some((k, v)) = self.extra {
+            error[k] = v;
+        }
+        (self.status, Json(json!({ "error": error }))).into_response()
+    }
+}
+
+impl From<LookupError> for ApiError {
+    fn from(e: LookupError) -> Self {
+        let message = e.to_string();
+        match e {
+            LookupError::NotFound { suggestions, .. } => ApiError {
+                extra: Some(("suggestions", json!(suggestions))),
+                ..ApiError::new(StatusCode::NOT_FOUND, "entity_not_found", message)
+            },
+            LookupError::Ambiguous { candidates, .. } => ApiError {
+                extra: Some(("candidates", json!(candidates))),
+                ..ApiError::new(StatusCode::CONFLICT, "ambiguous_entity", message)
+            },
+            LookupError::BadLimit => ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message),
+        }
+    }
+}
+
+pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .route(
+            "/v2/health/live",
+            get(|| async { Json(json!({"live": true})) }),
+        )
+        .route("/v2/health/ready", get(v2_ready))
+        .route("/metrics", get(metrics))
+        .route("/v1/bundle", get(bundle))
+        .route("/v1/entities/{*name}", get(entity))
+        .fallback(|| async {
+            ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
+        })
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            record_metrics,
+        ))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            Duration::from_millis(cfg.request_timeout_ms),
+        ))
+        .layer(RequestBodyLimitLayer::new(cfg.body_limit_bytes))
+        .layer(ConcurrencyLimitLayer::new(cfg.max_concurrency))
+        .with_state(state)
+}
+
+async fn record_metrics(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "unmatched".into());
+    let t = Instant::now();
+    let resp = next.run(req).await;
+    state
+        .metrics
+        .record(&route, resp.status().as_u16(), t.elapsed());
+    resp
+}
+
+async fn readyz(State(state): State<Arc<AppState>>) -> Response {
+    if state.ready.load(Ordering::Acquire) {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready\n").into_response()
+    }
+}
+
+async fn v2_ready(State(state): State<Arc<AppState>>) -> Response {
+    let ready = state.ready.load(Ordering::Acquire);
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(json!({ "ready": ready }))).into_response()
+}
+
+async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    let mut out = String::new();
+    state.metrics.render(&mut out);
+    let m = state.bundle.manifest();
+    let source = state.bundle.source.label();
+    let version = m.version.to_string();
+    gauge(
+        &mut out,
+        "kgbox_bundle_info",
+        "The bundle being served.",
+        &[
+            ("name", &m.name),
+            ("version", &version),
+            ("source", &source),
+        ],
+        1.0,
+    );
+    gauge(
+        &mut out,
+        "kgbox_graph_entities",
+        "Entities in the served graph.",
+        &[],
+        m.stats.entities as f64,
+    );
+    gauge(
+        &mut out,
+        "kgbox_graph_relations",
+        "Relations in the served graph.",
+        &[],
+        m.stats.relations as f64,
+    );
+    gauge(
+        &mut out,
+        "kgbox_graph_triples",
+        "Triples in the served graph.",
+        &[],
+        m.stats.triples as f64,
+    );
+    gauge(
+        &mut out,
+        "kgbox_image_bytes",
+        "Size of the served image.",
+        &[],
+        state.bundle.image_len() as f64,
+    );
+    gauge(
+        &mut out,
+        "kgbox_startup_seconds",
+        "Process start to ready.",
+        &[],
+        state.startup_seconds,
+    );
+    gauge(
+        &mut out,
+        "kgbox_uptime_seconds",
+        "Seconds since start.",
+        &[],
+        state.started.elapsed().as_secs_f64(),
+    );
+    if let Some(rss) = resident_bytes() {
+        gauge(
+            &mut out,
+            "kgbox_process_resident_memory_bytes",
+            "Resident memory.",
+            &[],
+            rss as f64,
+        );
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
+}
+
+async fn bundle(State(state): State<Arc<AppState>>) -> Json<serde_json::Value> {
+    let b = &state.bundle;
+    let sections: Vec<_> = b
+        .view()
+        .prefix
+        .sections
+        .iter()
+        .map(|s| json!({"name": s.name, "required": s.required(), "raw_bytes": s.raw_len, "stored_bytes": s.stored_len}))
+        .collect();
+    Json(json!({
+        "manifest": b.manifest(),
+        "source": b.source.label(),
+        "key_id": b.view().prefix.header.key_id.to_string(),
+        "image_bytes": b.image_len(),
+        "sections": sections,
+    }))
+}
+
+async fn entity(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    page: Result<Query<Page>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<entity::EntityView>, ApiError> {
+    let Query(page) =
+        page.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_request", e.body_text()))?;
+    let kg = state.bundle.kg().map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "bundle_corrupt",
+            e.to_string(),
+        )
+    })?;
+    Ok(Json(entity::describe(&kg, &name, &page)?))
+}
+
+/// Serves until SIGINT or SIGTERM.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: Arc<AppState>,
+    cfg: &HttpConfig,
+) -> std::io::Result<()> {
+    let app = router(state, cfg);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutting down");
+}

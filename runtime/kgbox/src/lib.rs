@@ -1,0 +1,20 @@
+//! kgbox runtime: installs signed KG bundles into A/B slots, memory-maps the
+//! active one, and serves it over HTTP.
+//!
+//! Layers: [`config`] → [`store`] (slots, LMDB state) → [`install`] (verify,
+//! write image, flip) → [`loaded`] (the mapped bundle) → [`entity`] (lookups)
+//! → [`http`] (the only module that knows the wire format).
+
+pub mod config;
+pub mod demo;
+pub mod entity;
+pub mod error;
+pub mod http;
+pub mod install;
+pub mod loaded;
+pub mod metrics;
+pub mod store;
+
+pub use config::Config;
+pub use error::{Error, Result};
+pub use loaded::LoadedBundle;

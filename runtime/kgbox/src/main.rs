@@ -1,0 +1,109 @@
+//! `kgbox`: the on-device runtime.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use kgbox::Config;
+
+mod cmd;
+
+#[derive(Parser)]
+#[command(
+    name = "kgbox",
+    version,
+    about = "Install, check and serve kgbox KG bundles"
+)]
+struct Cli {
+    /// Config file (TOML). Default: /etc/kgbox/config.toml when it exists.
+    #[arg(long, global = true, env = "KGBOX_CONFIG")]
+    config: Option<PathBuf>,
+    /// Data directory (slots and state); overrides the config.
+    #[arg(long, global = true)]
+    data_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the active bundle (or the built-in demo when none is installed) over HTTP.
+    Serve {
+        /// Address to listen on; overrides http.listen.
+        #[arg(long)]
+        listen: Option<String>,
+    },
+    /// Verify a bundle and install it into the inactive slot, then make it active.
+    Install {
+        bundle: PathBuf,
+        /// Accept a version lower than the active one.
+        #[arg(long)]
+        allow_downgrade: bool,
+    },
+    /// Check a bundle (signature, hashes, limits, compatibility) without installing it.
+    Verify {
+        bundle: PathBuf,
+        /// Trusted public key (file or inline); repeatable. Default: the config's keys.
+        #[arg(long)]
+        trust: Vec<String>,
+    },
+    /// Show the slots, their bundles and which is active.
+    Status {
+        #[arg(long)]
+        json: bool,
+        /// Also load the active image and re-hash every section.
+        #[arg(long)]
+        verify: bool,
+    },
+    /// Make the previous slot active again.
+    Rollback,
+    /// Print an entity of the active bundle with its edges (JSON), as the HTTP API does.
+    Entity {
+        name: String,
+        #[arg(long, default_value_t = kgbox::entity::DEFAULT_PAGE)]
+        limit: usize,
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+    },
+}
+
+fn run(started: Instant) -> Result<()> {
+    let cli = Cli::parse();
+    let mut cfg = Config::load(cli.config.as_deref())?;
+    if let Some(d) = cli.data_dir {
+        cfg.data_dir = d;
+    }
+    match cli.command {
+        Command::Serve { listen } => {
+            if let Some(l) = listen {
+                cfg.http.listen = l;
+            }
+            cmd::serve::run(cfg, started)
+        }
+        Command::Install {
+            bundle,
+            allow_downgrade,
+        } => cmd::install::run(&cfg, &bundle, allow_downgrade),
+        Command::Verify { bundle, trust } => cmd::verify::run(&cfg, &bundle, &trust),
+        Command::Status { json, verify } => cmd::status::run(&cfg, json, verify),
+        Command::Rollback => cmd::status::rollback(&cfg),
+        Command::Entity {
+            name,
+            limit,
+            offset,
+        } => cmd::status::entity(&cfg, &name, limit, offset),
+    }
+}
+
+fn main() -> ExitCode {
+    let started = Instant::now();
+    match run(started) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

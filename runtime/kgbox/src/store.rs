@@ -1,0 +1,353 @@
+//! A/B slots and the state database (LMDB via `heed`).
+//!
+//! ```text
+//! DATA_DIR/state/            LMDB environment: which slot is active, what each holds
+//! DATA_DIR/slots/{a,b}/      image-<generation>.kgbi, the installed images
+//! DATA_DIR/install.lock      held (flock) by a running install
+//! ```
+//!
+//! Every change of state is one LMDB write transaction, so a crash leaves
+//! either the old or the new state, never a mix.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use heed::types::Str;
+use heed::{Database, Env, EnvOpenOptions};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+const KEY_ACTIVE: &str = "active";
+const KEY_PREVIOUS: &str = "previous";
+const KEY_GENERATION: &str = "generation";
+
+/// One of the two slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Slot {
+    A,
+    B,
+}
+
+impl Slot {
+    pub fn other(self) -> Slot {
+        match self {
+            Slot::A => Slot::B,
+            Slot::B => Slot::A,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Slot::A => "a",
+            Slot::B => "b",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Slot> {
+        match s {
+            "a" => Some(Slot::A),
+            "b" => Some(Slot::B),
+            _ => None,
+        }
+    }
+
+    fn key(self) -> String {
+        format!("slot.{}", self.name())
+    }
+}
+
+impl fmt::Display for Slot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SlotStatus {
+    /// An install into this slot began and did not finish.
+    Installing,
+    /// An install into this slot failed; see `error`.
+    Failed,
+    /// Holds a complete, verified image.
+    Ready,
+}
+
+/// What a slot holds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SlotRecord {
+    pub slot: Slot,
+    pub status: SlotStatus,
+    pub generation: u64,
+    /// Image file name inside the slot directory.
+    pub image: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub key_id: String,
+    /// sha256 of the bundle's signed prefix.
+    #[serde(default)]
+    pub bundle_digest: String,
+    #[serde(default)]
+    pub installed_at: String,
+    #[serde(default)]
+    pub image_bytes: u64,
+    #[serde(default)]
+    pub error: String,
+}
+
+/// A snapshot of the state database.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct State {
+    pub active: Option<Slot>,
+    pub previous: Option<Slot>,
+    pub a: Option<SlotRecord>,
+    pub b: Option<SlotRecord>,
+}
+
+impl State {
+    pub fn record(&self, slot: Slot) -> Option<&SlotRecord> {
+        match slot {
+            Slot::A => self.a.as_ref(),
+            Slot::B => self.b.as_ref(),
+        }
+    }
+
+    pub fn active_record(&self) -> Option<&SlotRecord> {
+        self.active.and_then(|s| self.record(s))
+    }
+}
+
+pub struct Store {
+    data_dir: PathBuf,
+    env: Env,
+    db: Database<Str, Str>,
+}
+
+impl Store {
+    fn state_dir(data_dir: &Path) -> PathBuf {
+        data_dir.join("state")
+    }
+
+    pub fn slot_dir(&self, slot: Slot) -> PathBuf {
+        self.data_dir.join("slots").join(slot.name())
+    }
+
+    pub fn image_path(&self, record: &SlotRecord) -> PathBuf {
+        self.slot_dir(record.slot).join(&record.image)
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// Opens the state database. With `create`, makes the data dir and the
+    /// database when missing (and reports an unwritable data dir as such);
+    /// without, returns `None` when nothing was ever installed.
+    pub fn open(data_dir: &Path, create: bool) -> Result<Option<Store>> {
+        let state_dir = Self::state_dir(data_dir);
+        if !state_dir.join("data.mdb").exists() {
+            if !create {
+                return Ok(None);
+            }
+            std::fs::create_dir_all(&state_dir).map_err(|source| Error::NotWritable {
+                path: data_dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let map_err = |source| Error::State {
+            path: state_dir.clone(),
+            source,
+        };
+        // SAFETY: the environment is opened once per process (kgbox opens one
+        // Store per command), and LMDB files are only touched through heed.
+        let env = unsafe {
+            EnvOpenOptions::new()
+                .map_size(16 << 20)
+                .max_dbs(4)
+                .open(&state_dir)
+        }
+        .map_err(|e| match e {
+            heed::Error::Io(source) if source.kind() == std::io::ErrorKind::PermissionDenied => {
+                Error::NotWritable {
+                    path: data_dir.to_path_buf(),
+                    source,
+                }
+            }
+            other => map_err(other),
+        })?;
+        let mut wtxn = env.write_txn().map_err(map_err)?;
+        let db = env
+            .create_database::<Str, Str>(&mut wtxn, Some("kgbox"))
+            .map_err(map_err)?;
+        wtxn.commit().map_err(map_err)?;
+        Ok(Some(Store {
+            data_dir: data_dir.to_path_buf(),
+            env,
+            db,
+        }))
+    }
+
+    fn map_err(&self, source: heed::Error) -> Error {
+        Error::State {
+            path: Self::state_dir(&self.data_dir),
+            source,
+        }
+    }
+
+    fn corrupt(&self, problem: String) -> Error {
+        Error::StateCorrupt {
+            path: Self::state_dir(&self.data_dir),
+            problem,
+        }
+    }
+
+    pub fn state(&self) -> Result<State> {
+        let rtxn = self.env.read_txn().map_err(|e| self.map_err(e))?;
+        self.read_state(&rtxn)
+    }
+
+    fn read_state(&self, txn: &heed::RoTxn) -> Result<State> {
+        let slot_at = |key: &str| -> Result<Option<Slot>> {
+            match self.db.get(txn, key).map_err(|e| self.map_err(e))? {
+                None => Ok(None),
+                Some(v) => Slot::parse(v)
+                    .map(Some)
+                    .ok_or_else(|| self.corrupt(format!("`{key}` is {v:?}"))),
+            }
+        };
+        let record = |slot: Slot| -> Result<Option<SlotRecord>> {
+            match self.db.get(txn, &slot.key()).map_err(|e| self.map_err(e))? {
+                None => Ok(None),
+                Some(v) => serde_json::from_str(v)
+                    .map(Some)
+                    .map_err(|e| self.corrupt(format!("record of slot {slot}: {e}"))),
+            }
+        };
+        Ok(State {
+            active: slot_at(KEY_ACTIVE)?,
+            previous: slot_at(KEY_PREVIOUS)?,
+            a: record(Slot::A)?,
+            b: record(Slot::B)?,
+        })
+    }
+
+    fn put_record(&self, wtxn: &mut heed::RwTxn, record: &SlotRecord) -> Result<()> {
+        let json = serde_json::to_string(record)
+            .map_err(|e| self.corrupt(format!("cannot encode slot record: {e}")))?;
+        self.db
+            .put(wtxn, &record.slot.key(), &json)
+            .map_err(|e| self.map_err(e))
+    }
+
+    /// Marks `slot` as being installed (so a crash leaves it visibly
+    /// incomplete) and returns a fresh generation number for its image.
+    /// The slot stops being a rollback target.
+    pub fn begin_install(&self, slot: Slot) -> Result<u64> {
+        let mut wtxn = self.env.write_txn().map_err(|e| self.map_err(e))?;
+        let state = self.read_state(&wtxn)?;
+        if state.active == Some(slot) {
+            return Err(self.corrupt(format!("refusing to install into the active slot {slot}")));
+        }
+        let generation = match self
+            .db
+            .get(&wtxn, KEY_GENERATION)
+            .map_err(|e| self.map_err(e))?
+        {
+            Some(v) => v
+                .parse::<u64>()
+                .map_err(|_| self.corrupt(format!("`generation` is {v:?}")))?,
+            None => 0,
+        } + 1;
+        self.db
+            .put(&mut wtxn, KEY_GENERATION, &generation.to_string())
+            .map_err(|e| self.map_err(e))?;
+        if state.previous == Some(slot) {
+            self.db
+                .delete(&mut wtxn, KEY_PREVIOUS)
+                .map_err(|e| self.map_err(e))?;
+        }
+        let record = SlotRecord {
+            slot,
+            status: SlotStatus::Installing,
+            generation,
+            image: format!("image-{generation}.kgbi"),
+            name: String::new(),
+            version: String::new(),
+            key_id: String::new(),
+            bundle_digest: String::new(),
+            installed_at: String::new(),
+            image_bytes: 0,
+            error: String::new(),
+        };
+        self.put_record(&mut wtxn, &record)?;
+        wtxn.commit().map_err(|e| self.map_err(e))?;
+        Ok(generation)
+    }
+
+    /// Records a failed install in its slot (best effort, for `status`).
+    pub fn mark_failed(&self, slot: Slot, error: &str) -> Result<()> {
+        let mut wtxn = self.env.write_txn().map_err(|e| self.map_err(e))?;
+        let state = self.read_state(&wtxn)?;
+        if let Some(mut rec) = state.record(slot).cloned() {
+            if rec.status == SlotStatus::Installing {
+                rec.status = SlotStatus::Failed;
+                rec.error = error.to_string();
+                self.put_record(&mut wtxn, &rec)?;
+            }
+        }
+        wtxn.commit().map_err(|e| self.map_err(e))
+    }
+
+    /// In one transaction: the slot becomes ready and active, the formerly
+    /// active slot becomes the rollback target.
+    pub fn commit_install(&self, record: &SlotRecord) -> Result<()> {
+        let mut wtxn = self.env.write_txn().map_err(|e| self.map_err(e))?;
+        let state = self.read_state(&wtxn)?;
+        self.put_record(&mut wtxn, record)?;
+        match state.active {
+            Some(old) if old != record.slot => self
+                .db
+                .put(&mut wtxn, KEY_PREVIOUS, old.name())
+                .map_err(|e| self.map_err(e))?,
+            _ => {
+                self.db
+                    .delete(&mut wtxn, KEY_PREVIOUS)
+                    .map_err(|e| self.map_err(e))?;
+            }
+        }
+        self.db
+            .put(&mut wtxn, KEY_ACTIVE, record.slot.name())
+            .map_err(|e| self.map_err(e))?;
+        wtxn.commit().map_err(|e| self.map_err(e))
+    }
+
+    /// Swaps active and previous, after `check` accepts the previous slot's record.
+    pub fn rollback(&self, check: impl Fn(&SlotRecord) -> Result<()>) -> Result<(Slot, Slot)> {
+        let mut wtxn = self.env.write_txn().map_err(|e| self.map_err(e))?;
+        let state = self.read_state(&wtxn)?;
+        let active = state
+            .active
+            .ok_or_else(|| Error::Rollback("no bundle is installed".into()))?;
+        let target = state
+            .previous
+            .ok_or_else(|| Error::Rollback("there is no previous bundle to return to".into()))?;
+        let record = state
+            .record(target)
+            .filter(|r| r.status == SlotStatus::Ready)
+            .ok_or_else(|| Error::Rollback(format!("slot {target} holds no complete bundle")))?;
+        check(record)?;
+        self.db
+            .put(&mut wtxn, KEY_ACTIVE, target.name())
+            .map_err(|e| self.map_err(e))?;
+        self.db
+            .put(&mut wtxn, KEY_PREVIOUS, active.name())
+            .map_err(|e| self.map_err(e))?;
+        wtxn.commit().map_err(|e| self.map_err(e))?;
+        Ok((active, target))
+    }
+}
