@@ -1,1 +1,309 @@
+//! Shared harness for the end-to-end tests: locating the binaries, keys,
+//! packing bundles with the real `kgbox-pack`, devices (config + data dir)
+//! driven through the real `kgbox`, and servers reached over real HTTP.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::io::{BufRead, BufReader, Read};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kgbox_bundle::SecretKey;
+use tempfile::TempDir;
+
+/// Path of a workspace binary, next to the test executable's `deps/` dir.
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target dir");
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo build --workspace --bins` first (scripts/test.sh does)",
+        path.display()
+    );
+    path
+}
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// A key pair written to files.
+pub struct Keys {
+    pub secret: PathBuf,
+    pub public: PathBuf,
+    pub key: SecretKey,
+}
+
+impl Keys {
+    /// A deterministic key pair from `seed`, written under `dir`.
+    pub fn new(dir: &Path, name: &str, seed: u8) -> Keys {
+        let key = SecretKey::from_seed([seed; 32], name);
+        let secret = dir.join(format!("{name}.key"));
+        let public = dir.join(format!("{name}.pub"));
+        std::fs::write(&secret, key.to_text()).unwrap();
+        std::fs::write(&public, key.public().to_text()).unwrap();
+        Keys {
+            secret,
+            public,
+            key,
+        }
+    }
+}
+
+/// Runs a command, returning its output.
+pub fn run(cmd: &mut Command) -> Output {
+    cmd.stdin(Stdio::null()).output().expect("spawn")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Packs `triples` (a file) with the real packager; panics with its stderr on failure.
+pub fn pack(triples: &Path, name: &str, version: &str, keys: &Keys, out: &Path, extra: &[&str]) {
+    let level: &[&str] = if extra.contains(&"--level") {
+        &[]
+    } else {
+        &["--level", "3"]
+    };
+    let o = run(Command::new(bin("kgbox-pack"))
+        .args(["build", "--quiet", "--name", name, "--version", version])
+        .args(level)
+        .arg("--triples")
+        .arg(triples)
+        .arg("--key")
+        .arg(&keys.secret)
+        .arg("-o")
+        .arg(out)
+        .args(extra));
+    assert!(
+        o.status.success(),
+        "kgbox-pack build failed: {}",
+        stderr(&o)
+    );
+}
+
+/// A device: a config file trusting some keys and a data dir, in a temp dir.
+pub struct Device {
+    pub dir: TempDir,
+    pub config: PathBuf,
+    pub data_dir: PathBuf,
+}
+
+impl Device {
+    pub fn new(trusted: &[&Path], extra_config: &str) -> Device {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().join("data");
+        let config = dir.path().join("kgbox.toml");
+        let keys: Vec<String> = trusted
+            .iter()
+            .map(|p| format!("{:?}", p.display().to_string()))
+            .collect();
+        std::fs::write(
+            &config,
+            format!(
+                "data_dir = {:?}\n{extra_config}\n[trust]\nkeys = [{}]\n",
+                data_dir.display().to_string(),
+                keys.join(", ")
+            ),
+        )
+        .unwrap();
+        Device {
+            dir,
+            config,
+            data_dir,
+        }
+    }
+
+    /// `kgbox --config CONFIG ARGS...`
+    pub fn kgbox(&self, args: &[&str]) -> Output {
+        run(&mut self.command(args))
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(bin("kgbox"));
+        c.arg("--config").arg(&self.config).args(args);
+        c.env_remove("RUST_LOG");
+        c
+    }
+
+    pub fn install(&self, bundle: &Path) -> Output {
+        self.kgbox(&["install", bundle.to_str().unwrap()])
+    }
+
+    pub fn install_ok(&self, bundle: &Path) {
+        let o = self.install(bundle);
+        assert!(o.status.success(), "install failed: {}", stderr(&o));
+    }
+
+    /// `kgbox status --json`, parsed.
+    pub fn status(&self) -> serde_json::Value {
+        let o = self.kgbox(&["status", "--json"]);
+        assert!(o.status.success(), "status failed: {}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    }
+
+    /// (active slot, its name, its version) from `status --json`.
+    pub fn active(&self) -> Option<(String, String, String)> {
+        let s = self.status();
+        let slot = s["state"]["active"].as_str()?.to_string();
+        let rec = &s["state"][&slot];
+        Some((
+            slot.clone(),
+            rec["name"].as_str()?.to_string(),
+            rec["version"].as_str()?.to_string(),
+        ))
+    }
+
+    pub fn serve(&self) -> Server {
+        Server::start(self.command(&["serve"]))
+    }
+}
+
+/// A free loopback port (bound then released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A running `kgbox serve`, killed on drop.
+pub struct Server {
+    child: Child,
+    pub port: u16,
+    log: Arc<Mutex<String>>,
+}
+
+impl Server {
+    /// Starts `cmd` (a `kgbox ... serve`) on a free port and waits for /readyz.
+    pub fn start(mut cmd: Command) -> Server {
+        let port = free_port();
+        cmd.arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn kgbox serve");
+        let log = Arc::new(Mutex::new(String::new()));
+        if let Some(err) = child.stderr.take() {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(err).lines().map_while(Result::ok) {
+                    log.lock().unwrap().push_str(&line);
+                    log.lock().unwrap().push('\n');
+                }
+            });
+        }
+        let mut server = Server { child, port, log };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!("kgbox serve exited with {status}: {}", server.log());
+            }
+            if let Ok((200, _)) = server.try_get("/readyz") {
+                return server;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "kgbox serve not ready after 30 s: {}",
+                server.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn try_get(&self, path: &str) -> Result<(u16, String), String> {
+        let url = format!("http://127.0.0.1:{}{path}", self.port);
+        match ureq::get(&url).timeout(Duration::from_secs(10)).call() {
+            Ok(r) => Ok((r.status(), r.into_string().map_err(|e| e.to_string())?)),
+            Err(ureq::Error::Status(code, r)) => Ok((code, r.into_string().unwrap_or_default())),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// GET `path`: (status, body).
+    pub fn get(&self, path: &str) -> (u16, String) {
+        self.try_get(path)
+            .unwrap_or_else(|e| panic!("GET {path}: {e}; log: {}", self.log()))
+    }
+
+    /// GET `path`, expecting 200 and JSON.
+    pub fn get_json(&self, path: &str) -> serde_json::Value {
+        let (status, body) = self.get(path);
+        assert_eq!(status, 200, "GET {path}: {body}");
+        serde_json::from_str(&body).unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Percent-encodes a path segment.
+pub fn encode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Reads a whole file.
+pub fn read(path: &Path) -> Vec<u8> {
+    let mut v = Vec::new();
+    std::fs::File::open(path)
+        .unwrap()
+        .read_to_end(&mut v)
+        .unwrap();
+    v
+}
+
+/// The MetaQA KB in `../shared`, when present.
+pub fn metaqa_kb() -> PathBuf {
+    repo_root().join("../shared/data/metaqa/kb.tsv")
+}
+
+/// A small movie KG in TSV, with a duplicate line.
+pub fn small_tsv(dir: &Path) -> PathBuf {
+    let p = dir.join("small.tsv");
+    std::fs::write(
+        &p,
+        "Blade Runner\tdirected_by\tRidley Scott\n\
+         Blade Runner\tstarred_actors\tHarrison Ford\n\
+         Blade Runner\tstarred_actors\tRutger Hauer\n\
+         Blade Runner\trelease_year\t1982\n\
+         Alien\tdirected_by\tRidley Scott\n\
+         Alien\trelease_year\t1979\n\
+         Witness\tstarred_actors\tHarrison Ford\n\
+         Witness\tstarred_actors\tHarrison Ford\n",
+    )
+    .unwrap();
+    p
+}
