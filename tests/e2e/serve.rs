@@ -67,9 +67,7 @@ fn metaqa_kb_packs_installs_and_serves_entities() {
     assert_eq!(first["outgoing"]["total"], expected.len());
     assert!(first.get("incoming").is_none());
     assert_eq!(first["outgoing"]["next_offset"], 10);
-    let rest = server.get_json(&format!(
-        "/v1/entities/Blade%20Runner?limit=1000&offset=10&direction=out"
-    ));
+    let rest = server.get_json("/v1/entities/Blade%20Runner?limit=1000&offset=10&direction=out");
     let mut got = edges(&first["outgoing"]);
     got.extend(edges(&rest["outgoing"]));
     assert_eq!(got, expected);
