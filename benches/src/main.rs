@@ -11,8 +11,8 @@
 //! measures spawn-to-first-`200`-from-`/readyz` and resident memory once
 //! ready and after a few hundred entity lookups. Progress goes to stderr,
 //! the report to stdout. Every temporary file lives in one temporary
-//! directory, removed at the end; servers are stopped on every path (and
-//! die with this process if it is killed).
+//! directory, removed at the end; servers are stopped on every path
+//! (SIGINT/SIGTERM/SIGHUP included; not SIGKILL).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -73,12 +73,20 @@ fn find_kgbox(explicit: Option<PathBuf>) -> Result<PathBuf> {
     Ok(kgbox)
 }
 
+/// The 1-, 5- and 15-minute load averages, as `/proc/loadavg` gives them.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
 fn step(msg: &str) {
     eprintln!("kgbox-perf: {msg}");
 }
 
 fn run(args: Args) -> Result<()> {
     let kgbox = find_kgbox(args.kgbox)?;
+    let load_before = load_average();
     let kb: &Path = &args.kb;
     let runs = args.runs as usize;
     let tsv = std::fs::read(kb).with_context(|| format!("reading {}", kb.display()))?;
@@ -115,6 +123,7 @@ fn run(args: Args) -> Result<()> {
     ));
     let mut serve = Vec::with_capacity(runs);
     for i in 0..runs {
+        proc::check_interrupted()?;
         let log = work.path().join(format!("serve-{i}.log"));
         let r = measure::serve_run(
             &kgbox,
@@ -139,6 +148,8 @@ fn run(args: Args) -> Result<()> {
         image_allocated: installed.image_allocated,
         serve,
         entity_names: names.len(),
+        load_before,
+        load_after: load_average(),
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report::json(&figures))?);
@@ -150,6 +161,7 @@ fn run(args: Args) -> Result<()> {
 }
 
 fn main() -> ExitCode {
+    proc::catch_interrupts();
     match run(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -294,23 +294,33 @@ impl<'a> Kg<'a> {
     pub fn aliases(&self, id: u32) -> impl Iterator<Item = &'a str> + '_ {
         let i = id as usize;
         let range = match (self.alias_owners.get(i), self.alias_owners.get(i + 1)) {
-            (Some(&a), Some(&b)) if a <= b => a as usize..b as usize,
+            (Some(&a), Some(&b)) if a <= b && b as usize <= self.aliases.len() => {
+                a as usize..b as usize
+            }
             _ => 0..0,
         };
         range.filter_map(move |k| self.aliases.get(k))
     }
 
-    /// Entities whose normalized name or alias equals `normalized` exactly.
+    /// Entities whose normalized name or alias equals `normalized` exactly
+    /// (none when the index is damaged).
     pub fn lookup_normalized(&self, normalized: &str) -> Vec<Posting> {
-        match self.index.get(normalized) {
+        match self.with_index(|index| index.get(normalized)).flatten() {
             Some(v) => self.decode_postings(v),
             None => Vec::new(),
         }
     }
 
-    /// The lexical index, for fuzzy and prefix search.
-    pub fn index(&self) -> &fst::Map<&'a [u8]> {
-        &self.index
+    /// Runs `f` over the lexical index (for fuzzy and prefix search).
+    ///
+    /// The `fst` crate checks only the header and footer when a map is opened
+    /// and panics on damaged node bytes while walking it. Images are hashed at
+    /// install but not at every start (that would make startup linear in the
+    /// graph's size), so a disk error after install could reach here: the
+    /// panic is caught and reported as `None`.
+    pub fn with_index<T>(&self, f: impl FnOnce(&fst::Map<&'a [u8]>) -> T) -> Option<T> {
+        let index = &self.index;
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(index))).ok()
     }
 
     /// Expands an fst value into postings (tolerates corrupt values by returning fewer).

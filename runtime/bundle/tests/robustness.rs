@@ -1,0 +1,144 @@
+//! The v1 fixture stays readable, and damaged images never make the views
+//! panic or read out of bounds (images are not re-hashed at load).
+#![allow(clippy::unwrap_used)]
+
+use std::io::Cursor;
+
+use kgbox_bundle::normalize::normalize;
+use kgbox_bundle::sections::include_in_image;
+use kgbox_bundle::{
+    image, AlignedBytes, BundleReader, ImageView, Kg, Limits, PublicKey, TrustedKeys,
+};
+use rand::{Rng, SeedableRng};
+
+const FIXTURE: &[u8] = include_bytes!("fixtures/v1-demo-movies.kgb");
+const FIXTURE_KEY: &str = include_str!("fixtures/v1-demo-movies.pub");
+
+fn image_of(bundle: &[u8]) -> AlignedBytes {
+    let keys = TrustedKeys::new(vec![PublicKey::parse(FIXTURE_KEY).unwrap()]);
+    let mut r = BundleReader::open(Cursor::new(bundle)).unwrap();
+    r.verify_all(&keys, &Limits::default(), include_in_image)
+        .unwrap();
+    let mut out = Vec::new();
+    image::write_image(&mut r, &Limits::default(), include_in_image, &mut out).unwrap();
+    AlignedBytes::from_slice(&out)
+}
+
+#[test]
+fn v1_fixture_reads_and_answers() {
+    let img = image_of(FIXTURE);
+    let view = ImageView::parse(&img, include_in_image).unwrap();
+    view.verify_hashes(&img).unwrap();
+    assert_eq!(view.prefix.manifest.name, "demo-movies");
+    let kg = Kg::from_sections(|n| view.section(&img, n)).unwrap();
+    assert_eq!(
+        (kg.entity_count(), kg.relation_count(), kg.triple_count()),
+        (1919, 9, 2483)
+    );
+    let br = kg.entity_id("Blade Runner").unwrap();
+    assert_eq!(kg.out.degree(br), 29);
+    let directed_by = kg.relation_id("directed_by").unwrap();
+    let directors: Vec<&str> = kg
+        .out
+        .neighbours(br, directed_by)
+        .iter()
+        .map(|&d| kg.entity_name(d).unwrap())
+        .collect();
+    assert_eq!(directors, ["Ridley Scott"]);
+    let scott = kg.entity_id("Ridley Scott").unwrap();
+    assert!(kg.inc.neighbours(scott, directed_by).contains(&br));
+    let hits = kg.lookup_normalized(&normalize("blade  RUNNER"));
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].entity, br);
+    assert!(!hits[0].via_alias);
+}
+
+/// Touches every accessor over every entity; must not panic whatever the bytes.
+fn exercise(kg: &Kg<'_>) -> usize {
+    let mut seen = 0;
+    for id in 0..kg.entity_count() as u32 + 2 {
+        if let Some(name) = kg.entity_name(id) {
+            seen += kg.lookup_normalized(&normalize(name)).len();
+            seen += usize::from(kg.entity_id(name).is_some());
+        }
+        let (rels, others) = kg.out.edges(id);
+        seen += rels.len() + others.len() + kg.inc.degree(id);
+        for r in 0..kg.relation_count() as u32 + 1 {
+            seen += kg.out.neighbours(id, r).len() + kg.inc.neighbours(id, r).len();
+        }
+        seen += kg.aliases(id).count();
+    }
+    let values = kg.with_index(|index| {
+        use fst::Streamer;
+        let mut values = Vec::new();
+        let mut stream = index.stream();
+        while let Some((_, v)) = stream.next() {
+            values.push(v);
+        }
+        values
+    });
+    for v in values.unwrap_or_default() {
+        seen += kg.decode_postings(v).len();
+    }
+    seen
+}
+
+#[test]
+fn damaged_images_never_panic() {
+    let good = image_of(FIXTURE);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+    let header_end = 64
+        + ImageView::parse(&good, include_in_image)
+            .unwrap()
+            .prefix
+            .bytes
+            .len();
+    let (mut parsed, mut viewed) = (0, 0);
+    for round in 0..400 {
+        let mut bytes = good.to_vec();
+        // Damage the data region (the prefix is parsed and checked separately).
+        for _ in 0..rng.gen_range(1..8) {
+            let at = rng.gen_range(header_end..bytes.len());
+            bytes[at] = rng.gen();
+        }
+        if round % 10 == 0 {
+            // Also zero a whole run, as a torn write would.
+            let at = rng.gen_range(header_end..bytes.len() - 256);
+            bytes[at..at + 256].fill(0);
+        }
+        let img = AlignedBytes::from_slice(&bytes);
+        let Ok(view) = ImageView::parse(&img, include_in_image) else {
+            continue;
+        };
+        parsed += 1;
+        assert!(
+            view.verify_hashes(&img).is_err(),
+            "round {round}: damage not detected by verify_hashes"
+        );
+        if let Ok(kg) = Kg::from_sections(|n| view.section(&img, n)) {
+            viewed += 1;
+            exercise(&kg);
+        }
+    }
+    assert!(
+        parsed > 300 && viewed > 100,
+        "parsed {parsed}, viewed {viewed}"
+    );
+}
+
+#[test]
+fn damaged_prefixes_and_truncations_are_errors() {
+    let good = image_of(FIXTURE);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(2);
+    for _ in 0..500 {
+        let mut bytes = good.to_vec();
+        let at = rng.gen_range(0..2048.min(bytes.len()));
+        bytes[at] ^= 1 << rng.gen_range(0..8);
+        let _ = ImageView::parse(&AlignedBytes::from_slice(&bytes), include_in_image);
+        let cut = rng.gen_range(0..bytes.len());
+        assert!(
+            ImageView::parse(&AlignedBytes::from_slice(&good[..cut]), include_in_image).is_err()
+        );
+        let _ = BundleReader::open(Cursor::new(&FIXTURE[..rng.gen_range(0..FIXTURE.len())]));
+    }
+}

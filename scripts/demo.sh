@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Installs what is needed, builds kgbox, serves the built-in demo bundle on a
+# free local port and asks it one question:
+#   GET /v1/entities/Blade%20Runner?limit=5
+# The server runs with an empty temporary data dir (so it serves the demo) and
+# is stopped on exit. Exits non-zero if any step fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+QUESTION='/v1/entities/Blade%20Runner?limit=5'
+READY_TIMEOUT_S=30
+
+bash scripts/setup.sh
+
+echo "demo.sh: building (release)"
+cargo build --release -p kgbox -p kgbox-pack
+
+target_dir=${CARGO_TARGET_DIR:-target}
+kgbox="$target_dir/release/kgbox"
+if [[ ! -x $kgbox ]]; then
+  echo "demo.sh: $kgbox was not built" >&2
+  exit 1
+fi
+
+free_port() {
+  if command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+    return
+  fi
+  local p
+  for _ in $(seq 1 100); do
+    p=$((20000 + RANDOM % 40000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      echo "$p"
+      return
+    fi
+  done
+  echo "demo.sh: no free port found" >&2
+  return 1
+}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/kgbox-demo.XXXXXX")
+data_dir="$work/data"
+config="$work/kgbox.toml"
+log="$work/serve.log"
+server_pid=""
+cleanup() {
+  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
+    echo "demo.sh: stopping the server"
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# An own config file, so that /etc/kgbox/config.toml (if any) does not apply;
+# nothing is installed in the empty data dir, so `serve` uses the built-in demo.
+printf 'demo = true\n' >"$config"
+
+port=$(free_port)
+base="http://127.0.0.1:$port"
+echo "demo.sh: starting $kgbox serve on $base (empty data dir: serves the built-in demo bundle)"
+env -u KGBOX_CONFIG "$kgbox" --config "$config" serve --data-dir "$data_dir" --listen "127.0.0.1:$port" >"$log" 2>&1 &
+server_pid=$!
+
+deadline=$((SECONDS + READY_TIMEOUT_S))
+until curl -fsS -o /dev/null "$base/readyz" 2>/dev/null; do
+  if ! kill -0 "$server_pid" 2>/dev/null; then
+    echo "demo.sh: the server exited before it was ready; its log:" >&2
+    cat "$log" >&2
+    exit 1
+  fi
+  if ((SECONDS >= deadline)); then
+    echo "demo.sh: the server was not ready after ${READY_TIMEOUT_S}s; its log:" >&2
+    cat "$log" >&2
+    exit 1
+  fi
+  sleep 0.2
+done
+echo "demo.sh: ready"
+
+echo
+echo "GET $QUESTION"
+answer=$(curl -fsS "$base$QUESTION")
+if command -v python3 >/dev/null 2>&1 && pretty=$(printf '%s' "$answer" | python3 -m json.tool 2>/dev/null); then
+  printf '%s\n' "$pretty"
+else
+  printf '%s\n' "$answer"
+fi

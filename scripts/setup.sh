@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs the system packages kgbox needs on a Debian machine that already
+# has Rust. Idempotent: installs only what is missing (and runs apt-get update
+# only then), so a second run changes nothing.
+#
+#   build-essential pkg-config   C toolchain for crates with C parts (zstd, LMDB)
+#   curl                         scripts/demo.sh talks to the server with it
+#   zstd                         inspecting bundle sections by hand
+#   mosquitto cmake libclang-dev for the planned MQTT front end and native model runtimes
+set -euo pipefail
+
+PACKAGES=(build-essential pkg-config curl zstd mosquitto cmake libclang-dev)
+
+if ! command -v dpkg >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+  echo "setup.sh: this script supports Debian/Ubuntu (dpkg and apt-get); install these yourself: ${PACKAGES[*]}" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  # `dpkg -s` also succeeds for removed packages whose config files remain.
+  if ! dpkg -s "$p" 2>/dev/null | grep -q '^Status: install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} > 0)); then
+  if [[ $(id -u) -eq 0 ]]; then
+    SUDO=()
+  elif command -v sudo >/dev/null 2>&1; then
+    SUDO=(sudo)
+  else
+    echo "setup.sh: need root or sudo to install: ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "setup.sh: installing ${missing[*]}"
+  ${SUDO[@]+"${SUDO[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  ${SUDO[@]+"${SUDO[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "setup.sh: system packages present (${PACKAGES[*]})"
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup.sh: cargo not found; install Rust (https://rustup.rs) and re-run" >&2
+  exit 1
+fi
+
+# scripts/test.sh runs rustfmt and clippy; add them when rustup manages the toolchain.
+for c in rustfmt clippy; do
+  sub=${c/rustfmt/fmt}
+  if ! cargo "$sub" --version >/dev/null 2>&1; then
+    if command -v rustup >/dev/null 2>&1; then
+      echo "setup.sh: adding Rust component $c"
+      rustup component add "$c"
+    else
+      echo "setup.sh: warning: cargo $sub is not available (needed by scripts/test.sh)" >&2
+    fi
+  fi
+done
