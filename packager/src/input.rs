@@ -19,7 +19,7 @@ pub enum InputError {
     },
     #[error("{file}: {problem}")]
     Rdf { file: PathBuf, problem: String },
-    #[error("cannot read {file}: {source}")]
+    #[error("cannot read {file}")]
     Io {
         file: PathBuf,
         #[source]
@@ -42,7 +42,7 @@ impl Format {
     /// Guesses from the extension: `.nt` is N-Triples, anything else TSV.
     pub fn from_path(path: &Path) -> Format {
         match path.extension().and_then(|e| e.to_str()) {
-            Some("nt") => Format::Ntriples,
+            Some(e) if e.eq_ignore_ascii_case("nt") => Format::Ntriples,
             _ => Format::Tsv,
         }
     }
@@ -68,6 +68,22 @@ impl Interner {
 
     pub fn get(&self, s: &str) -> Option<u32> {
         self.ids.get(s).copied()
+    }
+
+    /// Renames every string; `f` must keep them distinct.
+    pub fn rename(&mut self, f: impl Fn(usize, &str) -> String) {
+        self.names = self
+            .names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| f(i, n))
+            .collect();
+        self.ids = self
+            .names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i as u32))
+            .collect();
     }
 
     pub fn len(&self) -> usize {
@@ -191,15 +207,16 @@ const LABEL_PREDICATES: &[&str] = &[
 /// becomes an entity named by its lexical form, except for label predicates
 /// (`rdfs:label`, `skos:prefLabel`/`altLabel`, `schema:name`), whose literals
 /// become aliases of the subject. A relation is named by the predicate IRI's
-/// local name (after the last `#` or `/`), or by the full IRI when two
-/// predicates share a local name; the full IRI is kept as its description.
+/// local name (after the last `#` or `/`), or by the full IRI when several
+/// predicates share a local name (whatever the input order); the full IRI is
+/// kept as its description.
 pub fn read_ntriples(
     path: &Path,
     kg: &mut RawKg,
     progress: &ProgressBar,
 ) -> Result<(), InputError> {
     let reader = open(path, progress)?;
-    let mut predicate_names: HashMap<String, String> = HashMap::new();
+    let first_relation = kg.relations.len();
     let mut pending_labels: Vec<(String, String)> = Vec::new();
     for triple in oxttl::NTriplesParser::new().for_reader(reader) {
         let triple = triple.map_err(|e| InputError::Rdf {
@@ -229,28 +246,33 @@ pub fn read_ntriples(
                 })
             }
         };
-        let name = match predicate_names.get(predicate) {
-            Some(n) => n.clone(),
-            None => {
-                let local = local_name(predicate);
-                let taken = predicate_names.values().any(|v| v == local);
-                let name = if taken || local.is_empty() {
-                    predicate.to_string()
-                } else {
-                    local.to_string()
-                };
-                predicate_names.insert(predicate.to_string(), name.clone());
-                name
-            }
-        };
-        kg.add_triple(&subject, &name, &object);
+        // Relations are interned by IRI here and named below.
+        kg.add_triple(&subject, predicate, &object);
     }
-    for (iri, name) in &predicate_names {
-        if let Some(id) = kg.relations.get(name) {
-            kg.relation_descriptions
-                .entry(id)
-                .or_insert_with(|| iri.clone());
+    let iris = kg.relations.names[first_relation..].to_vec();
+    let mut locals: HashMap<&str, usize> = HashMap::new();
+    for iri in &iris {
+        *locals.entry(local_name(iri)).or_default() += 1;
+    }
+    let all: std::collections::HashSet<&str> = iris.iter().map(String::as_str).collect();
+    kg.relations.rename(|i, name| {
+        let local = local_name(name);
+        // A short name must be unique and must not be another predicate's IRI.
+        if i < first_relation
+            || local.is_empty()
+            || locals.get(local) != Some(&1)
+            || all.contains(local)
+        {
+            name.to_string()
+        } else {
+            local.to_string()
         }
+    });
+    for (k, iri) in iris.iter().enumerate() {
+        let id = (first_relation + k) as u32;
+        kg.relation_descriptions
+            .entry(id)
+            .or_insert_with(|| iri.clone());
     }
     for (subject, label) in pending_labels {
         let id = kg.entities.intern(&subject);

@@ -34,6 +34,7 @@ pub struct PackOptions {
     pub progress: bool,
 }
 
+#[derive(Debug)]
 pub struct PackReport {
     pub stats: KgStats,
     pub write: WriteReport,
@@ -179,6 +180,13 @@ pub fn write_atomically<T>(
         Ok(v) => {
             std::fs::rename(&tmp, out)
                 .with_context(|| format!("cannot move {} to {}", tmp.display(), out.display()))?;
+            let dir = match out.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
             Ok(v)
         }
         Err(e) => {

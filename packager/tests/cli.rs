@@ -214,3 +214,19 @@ fn inspect_refuses_files_that_are_not_bundles() {
         "{err}"
     );
 }
+
+#[test]
+fn keygen_refuses_names_that_are_not_plain_file_names() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["../escape", "a/b", ".hidden", ""] {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_kgbox-pack"))
+            .args(["keygen", "--out"])
+            .arg(dir.path())
+            .args(["--name", bad])
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "{bad:?} was accepted");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("key name"));
+    }
+    assert!(!dir.path().parent().unwrap().join("escape.key").exists());
+}

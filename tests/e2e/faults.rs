@@ -110,7 +110,28 @@ fn bad_bundles_are_refused_and_the_active_bundle_keeps_serving() {
     refused(
         &device,
         &write(dir, "v2fmt.kgb", &v),
-        "unsupported bundle format version 2",
+        "unsupported bundle format version 2: it is newer",
+    );
+    v[8..10].copy_from_slice(&0u16.to_le_bytes());
+    refused(
+        &device,
+        &write(dir, "v0fmt.kgb", &v),
+        "version 0: it is older",
+    );
+
+    // An index built with another name normalizer.
+    let (mut manifest, sections) = sections_of(&good);
+    manifest.normalizer = "some-other-normalizer".into();
+    let mut w = BundleWriter::new(manifest);
+    for (name, required, raw) in sections {
+        w.add_section(&name, required, raw).unwrap();
+    }
+    let mut other_norm = Vec::new();
+    w.write(&keys.key, &mut other_norm).unwrap();
+    refused(
+        &device,
+        &write(dir, "norm.kgb", &other_norm),
+        "normalizer `some-other-normalizer`",
     );
 
     // Wrong signature, untrusted key.

@@ -100,6 +100,11 @@ fn metaqa_kb_packs_installs_and_serves_entities() {
     assert_eq!(status, 404);
     let err: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(err["error"]["code"], "entity_not_found");
+    let (status, body) = server.get("/v1/entities/Blade%20Runer");
+    assert_eq!(status, 404);
+    let err: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let suggestions = err["error"]["suggestions"].as_array().unwrap();
+    assert!(suggestions.contains(&"Blade Runner".into()), "{body}");
     let (status, body) = server.get("/v1/entities/Blade%20Runner?limit=0");
     assert_eq!(status, 400, "{body}");
     let (status, body) = server.get("/v1/entities/Blade%20Runner?limit=abc");
@@ -120,7 +125,7 @@ fn metaqa_kb_packs_installs_and_serves_entities() {
     ));
     assert!(metrics.contains("kgbox_graph_triples 133582"));
     assert!(metrics
-        .contains("kgbox_http_requests_total{route=\"/v1/entities/{*name}\",status=\"404\"} 1"));
+        .contains("kgbox_http_requests_total{route=\"/v1/entities/{*name}\",status=\"404\"} 2"));
 }
 
 #[test]
@@ -288,6 +293,14 @@ fn config_errors_and_env_overrides() {
         "{}",
         stderr(&o)
     );
+
+    // KGBOX_CONFIG names the config file.
+    std::fs::write(&device.config, "demo = false\n").unwrap();
+    let o = run(std::process::Command::new(bin("kgbox"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("KGBOX_CONFIG", &device.config)
+        .env("KGBOX_DATA_DIR", &device.data_dir));
+    assert!(stderr(&o).contains("demo is disabled"), "{}", stderr(&o));
 
     // KGBOX_* variables override the file.
     std::fs::write(&device.config, "").unwrap();

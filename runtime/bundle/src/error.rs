@@ -7,7 +7,7 @@ use std::io;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BundleError {
-    #[error("I/O error while {context}: {source}")]
+    #[error("I/O error while {context}")]
     Io {
         context: String,
         #[source]
@@ -15,8 +15,16 @@ pub enum BundleError {
     },
     #[error("not a kgbox bundle: the file does not start with the bundle magic bytes")]
     BadMagic,
-    #[error("unsupported bundle format version {found} (this build reads version {supported})")]
-    UnsupportedVersion { found: u16, supported: u16 },
+    #[error(
+        "unsupported bundle format version {found}: it is newer than this runtime, which reads \
+         version {supported}; update kgbox"
+    )]
+    FormatTooNew { found: u16, supported: u16 },
+    #[error(
+        "unsupported bundle format version {found}: it is older than this runtime, which reads \
+         version {supported}; repack it with a current kgbox-pack"
+    )]
+    FormatTooOld { found: u16, supported: u16 },
     #[error("bundle is truncated: {0}")]
     Truncated(String),
     #[error("corrupt bundle: {0}")]
@@ -58,7 +66,7 @@ pub enum BundleError {
     },
     #[error("bundle needs {total} bytes decompressed in all, over the limit of {limit} bytes")]
     TotalTooLarge { total: u64, limit: u64 },
-    #[error("section `{name}` could not be decompressed: {source}")]
+    #[error("section `{name}` could not be decompressed")]
     Decompress {
         name: String,
         #[source]

@@ -81,8 +81,14 @@ impl Header {
             )));
         }
         let format_version = u16_at(b, 8);
-        if format_version != FORMAT_VERSION {
-            return Err(BundleError::UnsupportedVersion {
+        if format_version > FORMAT_VERSION {
+            return Err(BundleError::FormatTooNew {
+                found: format_version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        if format_version < FORMAT_VERSION {
+            return Err(BundleError::FormatTooOld {
                 found: format_version,
                 supported: FORMAT_VERSION,
             });

@@ -89,6 +89,8 @@ pub fn write_image<R: Read + Seek, W: Write>(
         reader.copy_section(entry, limits, out)?;
         at = range.end;
     }
+    out.write_all(&zeros[..(plan.total_len - at) as usize])
+        .map_err(wr)?;
     Ok(plan)
 }
 

@@ -148,7 +148,7 @@ fn parse_line(text: &str, tag: &str) -> Result<([u8; 32], String)> {
         .map(str::trim)
         .find(|l| !l.is_empty() && !l.starts_with('#'))
         .ok_or_else(|| BundleError::Key("empty key".into()))?;
-    let mut parts = line.splitn(3, char::is_whitespace);
+    let mut parts = line.split_whitespace();
     let found_tag = parts.next().unwrap_or_default();
     if found_tag != tag {
         let hint = if found_tag == SECRET_TAG || found_tag == PUBLIC_TAG {
@@ -169,7 +169,7 @@ fn parse_line(text: &str, tag: &str) -> Result<([u8; 32], String)> {
     let bytes: [u8; 32] = raw
         .try_into()
         .map_err(|v: Vec<u8>| BundleError::Key(format!("key is {} bytes, expected 32", v.len())))?;
-    Ok((bytes, parts.next().unwrap_or_default().trim().to_string()))
+    Ok((bytes, parts.collect::<Vec<_>>().join(" ")))
 }
 
 /// The public keys whose bundles this device installs.

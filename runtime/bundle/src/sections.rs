@@ -69,5 +69,12 @@ pub fn check_known(prefix: &crate::format::Prefix) -> crate::Result<()> {
     if let Some(missing) = KG_REQUIRED.iter().find(|n| prefix.section(n).is_none()) {
         return Err(crate::BundleError::MissingSection(missing.to_string()));
     }
+    let normalizer = &prefix.manifest.normalizer;
+    if normalizer != crate::normalize::NORMALIZER_ID {
+        return Err(crate::BundleError::Manifest(format!(
+            "the entity index was built with normalizer `{normalizer}`, this runtime uses `{}`",
+            crate::normalize::NORMALIZER_ID
+        )));
+    }
     Ok(())
 }

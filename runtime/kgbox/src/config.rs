@@ -126,7 +126,7 @@ impl Config {
         fig = fig.merge(
             Env::prefixed("KGBOX_")
                 .split("__")
-                .filter(|k| k.as_str() != "config"),
+                .filter(|k| !k.as_str().eq_ignore_ascii_case("config")),
         );
         let cfg: Config = fig.extract().map_err(|e| Error::Config(e.to_string()))?;
         cfg.check()?;

@@ -11,7 +11,7 @@ pub enum Error {
     Bundle(#[from] BundleError),
     #[error("configuration: {0}")]
     Config(String),
-    #[error("state database in {path}: {source}")]
+    #[error("state database in {path}")]
     State {
         path: PathBuf,
         #[source]
@@ -19,13 +19,13 @@ pub enum Error {
     },
     #[error("state database in {path} is inconsistent: {problem}")]
     StateCorrupt { path: PathBuf, problem: String },
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Io {
         context: String,
         #[source]
         source: std::io::Error,
     },
-    #[error("data dir {path} is not writable: {source}")]
+    #[error("data dir {path} is not writable")]
     NotWritable {
         path: PathBuf,
         #[source]
@@ -41,7 +41,7 @@ pub enum Error {
         "refusing to downgrade from {active} to {offered} (the active bundle is newer); pass --allow-downgrade to force"
     )]
     Downgrade { active: String, offered: String },
-    #[error("no trusted keys are configured (set trust.keys in the config); refusing to install")]
+    #[error("no trusted keys: set trust.keys in the config (or pass --trust to `kgbox verify`)")]
     NoTrustedKeys,
     #[error("another install is running in {0}")]
     Busy(PathBuf),
@@ -49,7 +49,7 @@ pub enum Error {
     NothingInstalled(PathBuf),
     #[error("cannot roll back: {0}")]
     Rollback(String),
-    #[error("installed image {path} cannot be loaded: {source}")]
+    #[error("installed image {path} cannot be loaded")]
     BadImage {
         path: PathBuf,
         #[source]

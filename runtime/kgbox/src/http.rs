@@ -13,6 +13,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::json;
 use tower::limit::ConcurrencyLimitLayer;
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 
@@ -91,6 +92,14 @@ pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
         })
+        .layer(CatchPanicLayer::custom(|_| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "the request failed inside kgbox (see the log)",
+            )
+            .into_response()
+        }))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             record_metrics,

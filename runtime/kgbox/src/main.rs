@@ -66,6 +66,9 @@ enum Command {
         limit: usize,
         #[arg(long, default_value_t = 0)]
         offset: usize,
+        /// Which edges to list: both, out or in.
+        #[arg(long, default_value = "both", value_parser = ["both", "out", "in"])]
+        direction: String,
     },
 }
 
@@ -93,7 +96,8 @@ fn run(started: Instant) -> Result<()> {
             name,
             limit,
             offset,
-        } => cmd::status::entity(&cfg, &name, limit, offset),
+            direction,
+        } => cmd::status::entity(&cfg, &name, limit, offset, &direction),
     }
 }
 

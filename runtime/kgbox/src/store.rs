@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+const DB_NAME: &str = "kgbox";
 const KEY_ACTIVE: &str = "active";
 const KEY_PREVIOUS: &str = "previous";
 const KEY_GENERATION: &str = "generation";
@@ -180,11 +181,28 @@ impl Store {
             }
             other => map_err(other),
         })?;
-        let mut wtxn = env.write_txn().map_err(map_err)?;
-        let db = env
-            .create_database::<Str, Str>(&mut wtxn, Some("kgbox"))
-            .map_err(map_err)?;
-        wtxn.commit().map_err(map_err)?;
+        // Readers (status, serve) only need a read transaction; the database
+        // is created by the first install.
+        let existing = {
+            let rtxn = env.read_txn().map_err(map_err)?;
+            let db = env
+                .open_database::<Str, Str>(&rtxn, Some(DB_NAME))
+                .map_err(map_err)?;
+            rtxn.commit().map_err(map_err)?;
+            db
+        };
+        let db = match existing {
+            Some(db) => db,
+            None if !create => return Ok(None),
+            None => {
+                let mut wtxn = env.write_txn().map_err(map_err)?;
+                let db = env
+                    .create_database::<Str, Str>(&mut wtxn, Some(DB_NAME))
+                    .map_err(map_err)?;
+                wtxn.commit().map_err(map_err)?;
+                db
+            }
+        };
         Ok(Some(Store {
             data_dir: data_dir.to_path_buf(),
             env,

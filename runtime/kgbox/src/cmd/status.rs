@@ -1,7 +1,7 @@
 //! `kgbox status`, `kgbox rollback`, `kgbox entity`.
 
 use anyhow::{Context, Result};
-use kgbox::entity::{describe, Page};
+use kgbox::entity::{describe, Direction, Page};
 use kgbox::store::{Slot, SlotStatus, Store};
 use kgbox::{install, Config};
 
@@ -74,17 +74,28 @@ pub fn rollback(cfg: &Config) -> Result<()> {
     Ok(())
 }
 
-pub fn entity(cfg: &Config, name: &str, limit: usize, offset: usize) -> Result<()> {
+pub fn entity(
+    cfg: &Config,
+    name: &str,
+    limit: usize,
+    offset: usize,
+    direction: &str,
+) -> Result<()> {
     let bundle = match install::load_active(&cfg.data_dir)? {
         Some(b) => b,
         None if cfg.demo => kgbox::demo::load_demo()?,
         None => anyhow::bail!("no bundle is installed in {}", cfg.data_dir.display()),
     };
     let kg = bundle.kg()?;
+    let direction = match direction {
+        "out" => Direction::Out,
+        "in" => Direction::In,
+        _ => Direction::Both,
+    };
     let page = Page {
         offset,
         limit,
-        ..Page::default()
+        direction,
     };
     let view = describe(&kg, name, &page)?;
     println!("{}", serde_json::to_string_pretty(&view)?);
