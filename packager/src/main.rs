@@ -21,6 +21,41 @@ struct Cli {
     command: Command,
 }
 
+#[derive(clap::Args)]
+struct BuildArgs {
+    /// Triples: TSV `head<TAB>relation<TAB>tail` or N-Triples.
+    #[arg(long)]
+    triples: PathBuf,
+    /// Input syntax (default: from the extension, `.nt` is N-Triples).
+    #[arg(long, value_enum)]
+    format: Option<Format>,
+    /// Aliases: `entity<TAB>alias` lines.
+    #[arg(long)]
+    aliases: Option<PathBuf>,
+    /// Relation descriptions: `relation<TAB>text` lines.
+    #[arg(long)]
+    relations: Option<PathBuf>,
+    #[arg(long)]
+    name: String,
+    /// Semantic version, e.g. 1.2.0.
+    #[arg(long)]
+    version: semver::Version,
+    /// Must match the `compatible` string of the devices that install it.
+    #[arg(long, default_value = DEFAULT_COMPATIBLE)]
+    compatible: String,
+    /// Secret key file from `keygen`.
+    #[arg(long)]
+    key: PathBuf,
+    /// zstd level (1-22).
+    #[arg(long, default_value_t = 19, value_parser = clap::value_parser!(i32).range(1..=22))]
+    level: i32,
+    #[arg(short = 'o', long = "out")]
+    out: PathBuf,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Write a new ed25519 signing key pair (NAME.key, mode 0600, and NAME.pub).
@@ -34,39 +69,7 @@ enum Command {
         force: bool,
     },
     /// Pack a KG slice into a signed bundle.
-    Build {
-        /// Triples: TSV `head<TAB>relation<TAB>tail` or N-Triples.
-        #[arg(long)]
-        triples: PathBuf,
-        /// Input syntax (default: from the extension, `.nt` is N-Triples).
-        #[arg(long, value_enum)]
-        format: Option<Format>,
-        /// Aliases: `entity<TAB>alias` lines.
-        #[arg(long)]
-        aliases: Option<PathBuf>,
-        /// Relation descriptions: `relation<TAB>text` lines.
-        #[arg(long)]
-        relations: Option<PathBuf>,
-        #[arg(long)]
-        name: String,
-        /// Semantic version, e.g. 1.2.0.
-        #[arg(long)]
-        version: semver::Version,
-        /// Must match the `compatible` string of the devices that install it.
-        #[arg(long, default_value = DEFAULT_COMPATIBLE)]
-        compatible: String,
-        /// Secret key file from `keygen`.
-        #[arg(long)]
-        key: PathBuf,
-        /// zstd level (1-22).
-        #[arg(long, default_value_t = 19, value_parser = clap::value_parser!(i32).range(1..=22))]
-        level: i32,
-        #[arg(short = 'o', long = "out")]
-        out: PathBuf,
-        /// No progress bar.
-        #[arg(long, short)]
-        quiet: bool,
-    },
+    Build(BuildArgs),
     /// Print a bundle's manifest and section table.
     Inspect { bundle: PathBuf },
 }
@@ -81,32 +84,21 @@ fn run() -> Result<()> {
                 public.display()
             );
         }
-        Command::Build {
-            triples,
-            format,
-            aliases,
-            relations,
-            name,
-            version,
-            compatible,
-            key,
-            level,
-            out,
-            quiet,
-        } => {
-            let key = SecretKey::read(&key).context("cannot load the signing key")?;
+        Command::Build(args) => {
+            let key = SecretKey::read(&args.key).context("cannot load the signing key")?;
             let opts = PackOptions {
-                triples,
-                format,
-                aliases,
-                relations,
-                name,
-                version,
-                compatible,
-                level,
+                triples: args.triples,
+                format: args.format,
+                aliases: args.aliases,
+                relations: args.relations,
+                name: args.name,
+                version: args.version,
+                compatible: args.compatible,
+                level: args.level,
                 created_unix: None,
-                progress: !quiet,
+                progress: !args.quiet,
             };
+            let out = args.out;
             let report = pack(&opts, &key, &out)?;
             for w in &report.warnings {
                 eprintln!("warning: {w}");

@@ -65,19 +65,11 @@ impl PublicKey {
 
     /// Reads a public key file; the error names the file.
     pub fn read(path: &Path) -> Result<PublicKey> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| BundleError::io(format!("reading public key {}", path.display()), e))?;
-        PublicKey::parse(&text).map_err(|e| BundleError::Key(format!("{}: {e}", path.display())))
+        read_key_file(path, "public", PublicKey::parse)
     }
 
     pub fn to_text(&self) -> String {
-        let mut s = format!("{PUBLIC_TAG} {}", B64.encode(self.key.as_bytes()));
-        if !self.comment.is_empty() {
-            s.push(' ');
-            s.push_str(&self.comment);
-        }
-        s.push('\n');
-        s
+        key_line(PUBLIC_TAG, self.key.as_bytes(), &self.comment)
     }
 
     fn verify(&self, message: &[u8], sig: &[u8]) -> bool {
@@ -110,20 +102,13 @@ impl SecretKey {
         })
     }
 
+    /// Reads a secret key file; the error names the file.
     pub fn read(path: &Path) -> Result<SecretKey> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| BundleError::io(format!("reading secret key {}", path.display()), e))?;
-        SecretKey::parse(&text).map_err(|e| BundleError::Key(format!("{}: {e}", path.display())))
+        read_key_file(path, "secret", SecretKey::parse)
     }
 
     pub fn to_text(&self) -> String {
-        let mut s = format!("{SECRET_TAG} {}", B64.encode(self.key.to_bytes()));
-        if !self.comment.is_empty() {
-            s.push(' ');
-            s.push_str(&self.comment);
-        }
-        s.push('\n');
-        s
+        key_line(SECRET_TAG, &self.key.to_bytes(), &self.comment)
     }
 
     pub fn public(&self) -> PublicKey {
@@ -140,6 +125,22 @@ impl SecretKey {
         m.extend_from_slice(message);
         self.key.sign(&m).to_bytes()
     }
+}
+
+fn read_key_file<K>(path: &Path, kind: &str, parse: fn(&str) -> Result<K>) -> Result<K> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| BundleError::io(format!("reading {kind} key {}", path.display()), e))?;
+    parse(&text).map_err(|e| BundleError::Key(format!("{}: {e}", path.display())))
+}
+
+fn key_line(tag: &str, bytes: &[u8], comment: &str) -> String {
+    let mut s = format!("{tag} {}", B64.encode(bytes));
+    if !comment.is_empty() {
+        s.push(' ');
+        s.push_str(comment);
+    }
+    s.push('\n');
+    s
 }
 
 fn parse_line(text: &str, tag: &str) -> Result<([u8; 32], String)> {
