@@ -247,6 +247,28 @@ impl Server {
             .unwrap_or_else(|e| panic!("GET {path}: {e}; log: {}", self.log()))
     }
 
+    /// POST `body` as JSON (or with `content_type`): (status, body).
+    pub fn post(&self, path: &str, content_type: &str, body: &str) -> (u16, String) {
+        let url = format!("http://127.0.0.1:{}{path}", self.port);
+        match ureq::post(&url)
+            .timeout(Duration::from_secs(30))
+            .set("Content-Type", content_type)
+            .send_string(body)
+        {
+            Ok(r) => (r.status(), r.into_string().unwrap_or_default()),
+            Err(ureq::Error::Status(code, r)) => (code, r.into_string().unwrap_or_default()),
+            Err(e) => panic!("POST {path}: {e}; log: {}", self.log()),
+        }
+    }
+
+    /// POST JSON, returning the status and the parsed JSON reply.
+    pub fn post_json(&self, path: &str, body: &serde_json::Value) -> (u16, serde_json::Value) {
+        let (status, text) = self.post(path, "application/json", &body.to_string());
+        let v = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("POST {path}: reply is not JSON ({e}): {text}"));
+        (status, v)
+    }
+
     /// GET `path`, expecting 200 and JSON.
     pub fn get_json(&self, path: &str) -> serde_json::Value {
         let (status, body) = self.get(path);

@@ -25,7 +25,71 @@ pub struct Config {
     pub trust: TrustConfig,
     pub limits: LimitsConfig,
     pub http: HttpConfig,
+    pub query: QueryConfig,
     pub log: LogConfig,
+}
+
+/// Query execution defaults and limits (see docs/query-language.md).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QueryConfig {
+    /// Answers returned when a request does not say.
+    pub top_k: usize,
+    /// Largest `top_k` a request may ask for.
+    pub max_top_k: usize,
+    /// Provenance paths per answer.
+    pub max_paths: usize,
+    /// Projections never return the anchors of their own input.
+    pub exclude_anchors: bool,
+    /// Inside AND, operands expanding to more edges than this are probed.
+    pub fanout_limit: usize,
+    /// Edge visits allowed per query.
+    pub max_edge_visits: u64,
+    /// Longest query text, bytes.
+    pub max_query_bytes: usize,
+    /// Deepest nesting.
+    pub max_depth: usize,
+    /// Most nodes in a query.
+    pub max_nodes: usize,
+}
+
+impl Default for QueryConfig {
+    fn default() -> Self {
+        let limits = kgbox_query::ParseLimits::default();
+        let exec = kgbox_query::ExecOptions::default();
+        QueryConfig {
+            top_k: exec.top_k,
+            max_top_k: 1000,
+            max_paths: exec.max_paths,
+            exclude_anchors: exec.exclude_anchors,
+            fanout_limit: exec.fanout_limit,
+            max_edge_visits: exec.max_edge_visits,
+            max_query_bytes: limits.max_len,
+            max_depth: limits.max_depth,
+            max_nodes: limits.max_nodes,
+        }
+    }
+}
+
+impl QueryConfig {
+    pub fn parse_limits(&self) -> kgbox_query::ParseLimits {
+        kgbox_query::ParseLimits {
+            max_len: self.max_query_bytes,
+            max_depth: self.max_depth,
+            max_nodes: self.max_nodes,
+        }
+    }
+
+    pub fn exec_options(&self) -> kgbox_query::ExecOptions {
+        kgbox_query::ExecOptions {
+            top_k: self.top_k,
+            max_paths: self.max_paths,
+            exclude_anchors: self.exclude_anchors,
+            fanout_limit: self.fanout_limit,
+            max_edge_visits: self.max_edge_visits,
+            deadline: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -71,6 +135,7 @@ impl Default for Config {
             trust: TrustConfig::default(),
             limits: LimitsConfig::default(),
             http: HttpConfig::default(),
+            query: QueryConfig::default(),
             log: LogConfig::default(),
         }
     }

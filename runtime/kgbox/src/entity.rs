@@ -110,46 +110,13 @@ pub fn resolve(kg: &Kg<'_>, name: &str) -> Result<u32, LookupError> {
         [one] => Ok(*one),
         [] => Err(LookupError::NotFound {
             name: name.to_string(),
-            suggestions: suggest(kg, name),
+            suggestions: kgbox_query::bind::suggest_entities(kg, name, 5),
         }),
         many => Err(LookupError::Ambiguous {
             name: name.to_string(),
             candidates: names(many),
         }),
     }
-}
-
-/// Up to five entity names within a small edit distance of `name`
-/// (normalized; distance 1, or 2 for names of 8 characters or more).
-pub fn suggest(kg: &Kg<'_>, name: &str) -> Vec<String> {
-    use fst::{IntoStreamer, Streamer};
-    let key = normalize(name);
-    let distance = if key.chars().count() >= 8 { 2 } else { 1 };
-    let Ok(automaton) = fst::automaton::Levenshtein::new(&key, distance) else {
-        return Vec::new();
-    };
-    let values = kg
-        .with_index(|index| {
-            let mut values = Vec::new();
-            let mut stream = index.search(&automaton).into_stream();
-            while let Some((_, v)) = stream.next() {
-                values.push(v);
-                if values.len() >= 5 {
-                    break;
-                }
-            }
-            values
-        })
-        .unwrap_or_default();
-    let mut names: Vec<String> = values
-        .into_iter()
-        .flat_map(|v| kg.decode_postings(v))
-        .filter_map(|p| kg.entity_name(p.entity).map(str::to_string))
-        .collect();
-    names.sort();
-    names.dedup();
-    names.truncate(5);
-    names
 }
 
 fn page_of(kg: &Kg<'_>, rels: &[u32], others: &[u32], page: &Page) -> EdgePage {

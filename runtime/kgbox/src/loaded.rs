@@ -17,7 +17,12 @@ use crate::store::Slot;
 /// Where the served bundle came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
-    Slot { slot: Slot, path: PathBuf },
+    Slot {
+        slot: Slot,
+        path: PathBuf,
+    },
+    /// A bundle file loaded into memory without installing it.
+    File(PathBuf),
     Demo,
 }
 
@@ -25,6 +30,7 @@ impl Source {
     pub fn label(&self) -> String {
         match self {
             Source::Slot { slot, .. } => format!("slot-{slot}"),
+            Source::File(_) => "file".into(),
             Source::Demo => "demo".into(),
         }
     }

@@ -59,6 +59,29 @@ enum Command {
     },
     /// Make the previous slot active again.
     Rollback,
+    /// Run a DSL query, e.g. `"Blade Runner" -> directed_by`.
+    Query {
+        query: String,
+        #[arg(long, default_value_t = 10)]
+        top_k: usize,
+        /// Provenance paths per answer.
+        #[arg(long, default_value_t = 3)]
+        paths: usize,
+        /// Keep anchor entities in multi-hop answers.
+        #[arg(long)]
+        include_anchors: bool,
+        #[arg(long)]
+        json: bool,
+        /// Query this bundle file instead of the active one.
+        #[arg(long)]
+        bundle: Option<PathBuf>,
+        /// Trusted key for --bundle (file or inline); default: the config's keys.
+        #[arg(long)]
+        trust: Vec<String>,
+    },
+    /// Evaluate against gold data.
+    #[command(subcommand)]
+    Eval(EvalCommand),
     /// Print an entity of the active bundle with its edges (JSON), as the HTTP API does.
     Entity {
         name: String,
@@ -69,6 +92,23 @@ enum Command {
         /// Which edges to list: both, out or in.
         #[arg(long, default_value = "both", value_parser = ["both", "out", "in"])]
         direction: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum EvalCommand {
+    /// Gold queries: lines `<DSL><TAB>ans1|ans2|...`; prints Hits@1/10, F1, latency.
+    Queries {
+        #[arg(long)]
+        file: PathBuf,
+        #[arg(long)]
+        limit: Option<usize>,
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        bundle: Option<PathBuf>,
+        #[arg(long)]
+        trust: Vec<String>,
     },
 }
 
@@ -92,6 +132,42 @@ fn run(started: Instant) -> Result<()> {
         Command::Verify { bundle, trust } => cmd::verify::run(&cfg, &bundle, &trust),
         Command::Status { json, verify } => cmd::status::run(&cfg, json, verify),
         Command::Rollback => cmd::status::rollback(&cfg),
+        Command::Query {
+            query,
+            top_k,
+            paths,
+            include_anchors,
+            json,
+            bundle,
+            trust,
+        } => cmd::query::run(
+            &cfg,
+            &cmd::query::QueryArgs {
+                query,
+                top_k,
+                paths,
+                include_anchors,
+                json,
+                bundle,
+                trust,
+            },
+        ),
+        Command::Eval(EvalCommand::Queries {
+            file,
+            limit,
+            json,
+            bundle,
+            trust,
+        }) => cmd::eval::queries(
+            &cfg,
+            &cmd::eval::EvalArgs {
+                file,
+                limit,
+                json,
+                bundle,
+                trust,
+            },
+        ),
         Command::Entity {
             name,
             limit,

@@ -1,6 +1,47 @@
-//! One module per subcommand.
+//! One module per subcommand, and what several of them share.
 
+pub mod eval;
 pub mod install;
+pub mod query;
 pub mod serve;
 pub mod status;
 pub mod verify;
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use kgbox::config::parse_key_ref;
+use kgbox::loaded::Source;
+use kgbox::{install as inst, Config, LoadedBundle};
+use kgbox_bundle::TrustedKeys;
+
+/// The bundle a command works on: `--bundle FILE` (verified against `--trust`
+/// keys or the config's), else the active slot, else the demo.
+pub fn load_bundle(cfg: &Config, bundle: Option<&Path>, trust: &[String]) -> Result<LoadedBundle> {
+    if let Some(path) = bundle {
+        let keys = if trust.is_empty() {
+            cfg.trusted_keys()?
+        } else {
+            TrustedKeys::new(
+                trust
+                    .iter()
+                    .map(|k| parse_key_ref(k))
+                    .collect::<Result<_, _>>()?,
+            )
+        };
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        return LoadedBundle::from_bundle_bytes(
+            &bytes,
+            &keys,
+            &cfg.limits(),
+            Source::File(path.to_path_buf()),
+        )
+        .with_context(|| format!("cannot load {}", path.display()));
+    }
+    match inst::load_active(&cfg.data_dir)? {
+        Some(b) => Ok(b),
+        None if cfg.demo => Ok(kgbox::demo::load_demo()?),
+        None => anyhow::bail!("no bundle is installed in {}", cfg.data_dir.display()),
+    }
+}

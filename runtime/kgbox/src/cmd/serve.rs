@@ -57,6 +57,8 @@ pub fn run(cfg: Config, started: Instant) -> Result<()> {
             ready: AtomicBool::new(false),
             started,
             startup_seconds: started.elapsed().as_secs_f64(),
+            query: cfg.query.clone(),
+            request_timeout: std::time::Duration::from_millis(cfg.http.request_timeout_ms),
         });
         state.ready.store(true, Ordering::Release);
         tracing::info!(%addr, startup_ms = state.startup_seconds * 1e3, "listening on http://{addr}");

@@ -81,11 +81,7 @@ pub fn entity(
     offset: usize,
     direction: &str,
 ) -> Result<()> {
-    let bundle = match install::load_active(&cfg.data_dir)? {
-        Some(b) => b,
-        None if cfg.demo => kgbox::demo::load_demo()?,
-        None => anyhow::bail!("no bundle is installed in {}", cfg.data_dir.display()),
-    };
+    let bundle = super::load_bundle(cfg, None, &[])?;
     let kg = bundle.kg()?;
     let direction = match direction {
         "out" => Direction::Out,

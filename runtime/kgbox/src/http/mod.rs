@@ -9,15 +9,18 @@ use axum::extract::{MatchedPath, Path, Query, Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
 use tower::limit::ConcurrencyLimitLayer;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 
-use crate::config::HttpConfig;
+mod query;
+
+pub use query::{diagnostic_error, name_triple};
+
+use crate::config::{HttpConfig, QueryConfig};
 use crate::entity::{self, LookupError, Page};
 use crate::loaded::LoadedBundle;
 use crate::metrics::{gauge, resident_bytes, Metrics};
@@ -29,6 +32,9 @@ pub struct AppState {
     pub started: Instant,
     /// Process start to ready, seconds.
     pub startup_seconds: f64,
+    pub query: QueryConfig,
+    /// Queries stop at this age (the HTTP timeout).
+    pub request_timeout: Duration,
 }
 
 /// A JSON error: `{"error": {"code": ..., "message": ...}}`.
@@ -36,7 +42,8 @@ pub struct ApiError {
     status: StatusCode,
     code: &'static str,
     message: String,
-    extra: Option<(&'static str, serde_json::Value)>,
+    /// Extra fields merged into the error object.
+    extra: Option<serde_json::Value>,
 }
 
 impl ApiError {
@@ -48,13 +55,21 @@ impl ApiError {
             extra: None,
         }
     }
+
+    /// Adds the fields of `extra` (an object) to the error object.
+    pub fn with_extra(mut self, extra: serde_json::Value) -> Self {
+        self.extra = Some(extra);
+        self
+    }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut error = json!({"code": self.code, "message": self.message});
-        if let Some((k, v)) = self.extra {
-            error[k] = v;
+        if let Some(serde_json::Value::Object(extra)) = self.extra {
+            for (k, v) in extra {
+                error[k] = v;
+            }
         }
         (self.status, Json(json!({ "error": error }))).into_response()
     }
@@ -65,11 +80,11 @@ impl From<LookupError> for ApiError {
         let message = e.to_string();
         match e {
             LookupError::NotFound { suggestions, .. } => ApiError {
-                extra: Some(("suggestions", json!(suggestions))),
+                extra: Some(json!({ "suggestions": suggestions })),
                 ..ApiError::new(StatusCode::NOT_FOUND, "entity_not_found", message)
             },
             LookupError::Ambiguous { candidates, .. } => ApiError {
-                extra: Some(("candidates", json!(candidates))),
+                extra: Some(json!({ "candidates": candidates })),
                 ..ApiError::new(StatusCode::CONFLICT, "ambiguous_entity", message)
             },
             LookupError::BadLimit => ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message),
@@ -89,6 +104,8 @@ pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
         .route("/metrics", get(metrics))
         .route("/v1/bundle", get(bundle))
         .route("/v1/entities/{*name}", get(entity))
+        .route("/v1/query", post(query::query))
+        .route("/v1/retrieve", post(query::retrieve_subgraph))
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
         })
@@ -108,7 +125,7 @@ pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             Duration::from_millis(cfg.request_timeout_ms),
         ))
-        .layer(RequestBodyLimitLayer::new(cfg.body_limit_bytes))
+        .layer(axum::extract::DefaultBodyLimit::max(cfg.body_limit_bytes))
         .layer(ConcurrencyLimitLayer::new(cfg.max_concurrency))
         .with_state(state)
 }

@@ -1,0 +1,158 @@
+//! `kgbox eval queries`: gold DSL queries with their answers.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use kgbox::Config;
+use serde::Serialize;
+
+pub struct EvalArgs {
+    pub file: PathBuf,
+    pub limit: Option<usize>,
+    pub json: bool,
+    pub bundle: Option<PathBuf>,
+    pub trust: Vec<String>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    pub file: String,
+    pub queries: usize,
+    pub errors: usize,
+    pub hits_at_1: f64,
+    pub hits_at_10: f64,
+    pub f1: f64,
+    pub exact_match: f64,
+    pub latency_ms: Latency,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub first_errors: Vec<String>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Latency {
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub mean: f64,
+}
+
+/// The `q`-quantile of sorted values (nearest rank).
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+fn read_gold(path: &Path) -> Result<Vec<(usize, String, HashSet<String>)>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (query, answers) = line.split_once('\t').with_context(|| {
+            format!(
+                "{}:{}: expected `<query><TAB>ans1|ans2|...`",
+                path.display(),
+                i + 1
+            )
+        })?;
+        let gold = answers
+            .split('|')
+            .map(str::to_string)
+            .filter(|a| !a.is_empty())
+            .collect();
+        out.push((i + 1, query.to_string(), gold));
+    }
+    Ok(out)
+}
+
+pub fn queries(cfg: &Config, args: &EvalArgs) -> Result<()> {
+    let bundle = super::load_bundle(cfg, args.bundle.as_deref(), &args.trust)?;
+    let kg = bundle.kg()?;
+    let mut gold = read_gold(&args.file)?;
+    if let Some(n) = args.limit {
+        gold.truncate(n);
+    }
+    let limits = cfg.query.parse_limits();
+    let timed = cfg.query.exec_options();
+    let mut full = cfg.query.exec_options();
+    full.top_k = usize::MAX;
+    full.max_paths = 0;
+    let mut r = Report {
+        file: args.file.display().to_string(),
+        queries: gold.len(),
+        ..Report::default()
+    };
+    let mut latencies = Vec::with_capacity(gold.len());
+    let (mut h1, mut h10, mut f1, mut exact) = (0usize, 0usize, 0.0f64, 0usize);
+    for (line, query, answers) in &gold {
+        let t = Instant::now();
+        let top = kgbox_query::run_query(&kg, query, &limits, &timed);
+        latencies.push(t.elapsed().as_secs_f64() * 1e3);
+        let top = match top {
+            Ok((a, _)) => a,
+            Err(e) => {
+                r.errors += 1;
+                if r.first_errors.len() < 5 {
+                    r.first_errors.push(format!("line {line}: {e}"));
+                }
+                continue;
+            }
+        };
+        let names: Vec<&str> = top
+            .answers
+            .iter()
+            .filter_map(|a| kg.entity_name(a.entity))
+            .collect();
+        h1 += usize::from(names.first().is_some_and(|n| answers.contains(*n)));
+        h10 += usize::from(names.iter().take(10).any(|n| answers.contains(*n)));
+        let (all, _) = kgbox_query::run_query(&kg, query, &limits, &full)?;
+        let predicted: HashSet<&str> = all
+            .answers
+            .iter()
+            .filter_map(|a| kg.entity_name(a.entity))
+            .collect();
+        let hit = predicted.iter().filter(|p| answers.contains(**p)).count() as f64;
+        if hit > 0.0 {
+            let (p, rc) = (hit / predicted.len() as f64, hit / answers.len() as f64);
+            f1 += 2.0 * p * rc / (p + rc);
+        }
+        exact += usize::from(predicted.len() == answers.len() && hit as usize == answers.len());
+    }
+    let n = gold.len().max(1) as f64;
+    r.hits_at_1 = h1 as f64 / n;
+    r.hits_at_10 = h10 as f64 / n;
+    r.f1 = f1 / n;
+    r.exact_match = exact as f64 / n;
+    latencies.sort_by(f64::total_cmp);
+    r.latency_ms = Latency {
+        p50: quantile(&latencies, 0.50),
+        p95: quantile(&latencies, 0.95),
+        p99: quantile(&latencies, 0.99),
+        mean: latencies.iter().sum::<f64>() / n,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        println!("{}: {} queries, {} errors", r.file, r.queries, r.errors);
+        println!(
+            "Hits@1 {:.4}  Hits@10 {:.4}  F1 {:.4}  exact-set {:.4}",
+            r.hits_at_1, r.hits_at_10, r.f1, r.exact_match
+        );
+        println!(
+            "latency ms (parse+bind+execute, top 10 with paths): p50 {:.3}  p95 {:.3}  p99 {:.3}  mean {:.3}",
+            r.latency_ms.p50, r.latency_ms.p95, r.latency_ms.p99, r.latency_ms.mean
+        );
+        for e in &r.first_errors {
+            println!("error: {e}");
+        }
+    }
+    Ok(())
+}

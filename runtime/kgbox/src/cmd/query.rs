@@ -1,0 +1,76 @@
+//! `kgbox query`.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use kgbox::Config;
+
+pub struct QueryArgs {
+    pub query: String,
+    pub top_k: usize,
+    pub paths: usize,
+    pub include_anchors: bool,
+    pub json: bool,
+    pub bundle: Option<PathBuf>,
+    pub trust: Vec<String>,
+}
+
+pub fn run(cfg: &Config, args: &QueryArgs) -> Result<()> {
+    let bundle = super::load_bundle(cfg, args.bundle.as_deref(), &args.trust)?;
+    let kg = bundle.kg()?;
+    let mut opts = cfg.query.exec_options();
+    opts.top_k = args.top_k;
+    opts.max_paths = args.paths;
+    opts.exclude_anchors = !args.include_anchors;
+    let (answers, timings) =
+        kgbox_query::run_query(&kg, &args.query, &cfg.query.parse_limits(), &opts)?;
+    let name = |e: u32| kg.entity_name(e).unwrap_or("?").to_string();
+    if args.json {
+        let out: Vec<_> = answers
+            .answers
+            .iter()
+            .map(|a| {
+                serde_json::json!({
+                    "id": a.entity,
+                    "name": name(a.entity),
+                    "score": a.score,
+                    "paths": a.paths.iter().map(|p| p.iter().map(|t| kgbox::http::name_triple(&kg, t)).collect::<Vec<_>>()).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({"answers": out, "total": answers.total})
+            )?
+        );
+        return Ok(());
+    }
+    println!(
+        "{} answers ({} shown), {} edges visited, {:.3} ms",
+        answers.total,
+        answers.answers.len(),
+        answers.edge_visits,
+        (timings.parse + timings.bind + timings.execute).as_secs_f64() * 1e3
+    );
+    for (i, a) in answers.answers.iter().enumerate() {
+        println!(
+            "{:>3}. {}  (score {:.3}, #{})",
+            i + 1,
+            name(a.entity),
+            a.score,
+            a.entity
+        );
+        for p in &a.paths {
+            let steps: Vec<String> = p
+                .iter()
+                .map(|t| {
+                    let [h, r, t] = kgbox::http::name_triple(&kg, t);
+                    format!("({h} -{r}-> {t})")
+                })
+                .collect();
+            println!("       {}", steps.join(" "));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,261 @@
+//! `POST /v1/query`, `/v1/link`, `/v1/retrieve`: wire types and handlers.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use kgbox_bundle::Kg;
+use kgbox_query::ast::{EntityRef, Span};
+use kgbox_query::exec::Triple;
+use kgbox_query::retrieve::{retrieve, RetrieveOptions, MAX_HOPS};
+use kgbox_query::{DiagKind, Diagnostic, ExecError, QueryError};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::{ApiError, AppState};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueryRequest {
+    pub query: String,
+    pub top_k: Option<usize>,
+    /// Provenance paths per answer: `true` (the configured number), `false`, or a number.
+    pub paths: Option<PathsParam>,
+    /// Keep anchor entities in multi-hop answers.
+    #[serde(default)]
+    pub include_anchors: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum PathsParam {
+    On(bool),
+    Count(usize),
+}
+
+#[derive(Debug, Serialize)]
+pub struct WireAnswer {
+    pub id: u32,
+    pub name: String,
+    pub score: f32,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<Vec<[String; 3]>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct QueryResponse {
+    pub answers: Vec<WireAnswer>,
+    /// Entities with a non-zero score (answers holds the top_k of them).
+    pub total: usize,
+    pub edge_visits: u64,
+    pub timings_ms: serde_json::Value,
+}
+
+/// Turns a JSON body rejection into our error envelope.
+pub fn bad_body(e: JsonRejection) -> ApiError {
+    let status = e.status();
+    let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
+        "payload_too_large"
+    } else if status == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        "unsupported_media_type"
+    } else {
+        "bad_json"
+    };
+    ApiError::new(status, code, e.body_text())
+}
+
+/// A query diagnostic as an API error with its position and suggestions.
+pub fn diagnostic_error(d: &Diagnostic) -> ApiError {
+    let (status, code) = match d.kind {
+        DiagKind::Syntax => (StatusCode::BAD_REQUEST, "syntax_error"),
+        DiagKind::TooLarge => (StatusCode::BAD_REQUEST, "query_too_large"),
+        DiagKind::UnknownEntity => (StatusCode::NOT_FOUND, "unknown_entity"),
+        DiagKind::AmbiguousEntity => (StatusCode::CONFLICT, "ambiguous_entity"),
+        DiagKind::UnknownRelation => (StatusCode::NOT_FOUND, "unknown_relation"),
+        _ => (StatusCode::BAD_REQUEST, "invalid_query"),
+    };
+    ApiError::new(status, code, d.message.clone()).with_extra(json!({
+        "line": d.line,
+        "column": d.column,
+        "snippet": d.snippet,
+        "suggestions": d.suggestions,
+    }))
+}
+
+fn exec_error(e: &ExecError) -> ApiError {
+    match e {
+        ExecError::Timeout => ApiError::new(StatusCode::REQUEST_TIMEOUT, "timeout", e.to_string()),
+        ExecError::Budget { .. } => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "query_too_expensive",
+            e.to_string(),
+        ),
+        _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
+    }
+}
+
+fn kg_of(state: &AppState) -> Result<Kg<'_>, ApiError> {
+    state.bundle.kg().map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "bundle_corrupt",
+            e.to_string(),
+        )
+    })
+}
+
+/// Names a triple.
+pub fn name_triple(kg: &Kg<'_>, t: &Triple) -> [String; 3] {
+    [
+        kg.entity_name(t[0]).unwrap_or("?").to_string(),
+        kg.relation_name(t[1]).unwrap_or("?").to_string(),
+        kg.entity_name(t[2]).unwrap_or("?").to_string(),
+    ]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+pub async fn query(
+    State(state): State<Arc<AppState>>,
+    body: Result<Json<QueryRequest>, JsonRejection>,
+) -> Result<Json<QueryResponse>, ApiError> {
+    let Json(req) = body.map_err(bad_body)?;
+    let cfg = &state.query;
+    let top_k = req.top_k.unwrap_or(cfg.top_k);
+    if top_k == 0 || top_k > cfg.max_top_k {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            format!("top_k must be between 1 and {}", cfg.max_top_k),
+        ));
+    }
+    let mut opts = cfg.exec_options();
+    opts.top_k = top_k;
+    opts.max_paths = match req.paths {
+        None | Some(PathsParam::On(true)) => cfg.max_paths,
+        Some(PathsParam::On(false)) => 0,
+        Some(PathsParam::Count(n)) => n.min(100),
+    };
+    opts.exclude_anchors = !req.include_anchors;
+    opts.deadline = Some(Instant::now() + state.request_timeout);
+    let kg = kg_of(&state)?;
+    let t = Instant::now();
+    let (answers, timings) = kgbox_query::run_query(&kg, &req.query, &cfg.parse_limits(), &opts)
+        .map_err(|e| match e {
+            QueryError::Invalid(d) => diagnostic_error(&d),
+            QueryError::Exec(e) => exec_error(&e),
+        })?;
+    let wire = answers
+        .answers
+        .iter()
+        .map(|a| WireAnswer {
+            id: a.entity,
+            name: kg.entity_name(a.entity).unwrap_or("?").to_string(),
+            score: a.score,
+            paths: a
+                .paths
+                .iter()
+                .map(|p| p.iter().map(|t| name_triple(&kg, t)).collect())
+                .collect(),
+        })
+        .collect();
+    Ok(Json(QueryResponse {
+        answers: wire,
+        total: answers.total,
+        edge_visits: answers.edge_visits,
+        timings_ms: json!({
+            "parse": ms(timings.parse),
+            "bind": ms(timings.bind),
+            "execute": ms(timings.execute),
+            "total": ms(t.elapsed()),
+        }),
+    }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetrieveRequest {
+    /// Entity names, or `#id`.
+    pub entities: Vec<String>,
+    #[serde(default = "one")]
+    pub hops: usize,
+    #[serde(default = "two_hundred")]
+    pub max_triples: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn two_hundred() -> usize {
+    200
+}
+
+/// Most triples one retrieval may return.
+pub const MAX_RETRIEVE_TRIPLES: usize = 10_000;
+
+pub async fn retrieve_subgraph(
+    State(state): State<Arc<AppState>>,
+    body: Result<Json<RetrieveRequest>, JsonRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let Json(req) = body.map_err(bad_body)?;
+    if req.entities.is_empty() || req.entities.len() > 100 {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "entities must list 1 to 100 names",
+        ));
+    }
+    if req.hops == 0 || req.hops > MAX_HOPS {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            format!("hops must be between 1 and {MAX_HOPS}"),
+        ));
+    }
+    if req.max_triples == 0 || req.max_triples > MAX_RETRIEVE_TRIPLES {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            format!("max_triples must be between 1 and {MAX_RETRIEVE_TRIPLES}"),
+        ));
+    }
+    let kg = kg_of(&state)?;
+    let mut seeds = Vec::new();
+    for name in &req.entities {
+        let entity = match name.strip_prefix('#').and_then(|d| d.parse::<u32>().ok()) {
+            Some(id) => EntityRef::Id(id),
+            None => EntityRef::Name(name.clone()),
+        };
+        let id = kgbox_query::bind::resolve_entity(&kg, &entity, Span::new(0, name.len()), name)
+            .map_err(|d| diagnostic_error(&d))?;
+        seeds.push(id);
+    }
+    let t = Instant::now();
+    let sub = retrieve(
+        &kg,
+        &seeds,
+        &RetrieveOptions {
+            hops: req.hops,
+            max_triples: req.max_triples,
+            ..RetrieveOptions::default()
+        },
+    );
+    let entities: Vec<_> = sub
+        .entities
+        .iter()
+        .map(|&e| json!({"id": e, "name": kg.entity_name(e).unwrap_or("?")}))
+        .collect();
+    let triples: Vec<[String; 3]> = sub.triples.iter().map(|t| name_triple(&kg, t)).collect();
+    Ok(Json(json!({
+        "triples": triples,
+        "entities": entities,
+        "truncated": sub.truncated,
+        "timings_ms": {"retrieve": ms(t.elapsed())},
+    })))
+}

@@ -1,0 +1,400 @@
+//! The symbolic executor: evaluates a [`Plan`] bottom-up over fuzzy sets,
+//! then ranks the root's members and explains the top ones with provenance.
+//!
+//! Semantics (see `docs/query-language.md`): an anchor is a singleton with
+//! membership 1; a projection gives each reached entity the maximum
+//! membership of its sources; `AND` is the product t-norm, `OR` the
+//! probabilistic sum, `NOT` (inside `AND`) multiplies by `1 - x`. With
+//! `exclude_anchors`, a projection never returns the anchor entities of its
+//! own input, so multi-hop paths never pass through their start again.
+//!
+//! High-degree guard (after KGFR's pruning of hub nodes): inside an `AND`,
+//! an operand `q -> r` whose expansion would touch more than `fanout_limit`
+//! edges is not expanded. The other operands are evaluated first, and the
+//! hub operand is then *probed* for each of their candidates: a candidate
+//! `t` gets the best membership among its own `r`-neighbours (read from the
+//! reverse adjacency, usually a handful) that are in `q`. Memory is bounded by
+//! the dense representation (one `f32` per entity), and every edge visit
+//! counts against `max_edge_visits`, so an abusive query ends with an error
+//! instead of running away.
+
+use std::time::Instant;
+
+use kgbox_bundle::kg::Csr;
+use kgbox_bundle::Kg;
+
+use crate::fuzzy::FuzzySet;
+use crate::plan::{Node, Plan};
+
+/// Knobs of one execution.
+#[derive(Debug, Clone)]
+pub struct ExecOptions {
+    /// Answers to return.
+    pub top_k: usize,
+    /// Provenance paths per answer (0: none).
+    pub max_paths: usize,
+    /// Projections never return the anchors of their own input.
+    pub exclude_anchors: bool,
+    /// Inside `AND`, operands expanding to more edges than this are probed.
+    pub fanout_limit: usize,
+    /// Edge visits allowed per query.
+    pub max_edge_visits: u64,
+    /// Abandon the query after this instant.
+    pub deadline: Option<Instant>,
+}
+
+impl Default for ExecOptions {
+    fn default() -> Self {
+        ExecOptions {
+            top_k: 10,
+            max_paths: 3,
+            exclude_anchors: true,
+            fanout_limit: 10_000,
+            max_edge_visits: 20_000_000,
+            deadline: None,
+        }
+    }
+}
+
+/// One supporting triple: (head, relation, tail) ids.
+pub type Triple = [u32; 3];
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub entity: u32,
+    pub score: f32,
+    /// Each path is the list of triples that supports the answer from its anchors.
+    pub paths: Vec<Vec<Triple>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answers {
+    pub answers: Vec<Answer>,
+    /// Entities with membership > 0 at the root.
+    pub total: usize,
+    pub edge_visits: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecError {
+    #[error("the query touched more than {limit} edges; narrow it (or raise the limit)")]
+    Budget { limit: u64 },
+    #[error("the query ran past its deadline")]
+    Timeout,
+    #[error("invalid plan: {0}")]
+    BadPlan(String),
+}
+
+struct Run<'k, 'a> {
+    kg: &'k Kg<'a>,
+    plan: &'k Plan,
+    opts: &'k ExecOptions,
+    n: usize,
+    visits: u64,
+    sets: Vec<Option<FuzzySet>>,
+}
+
+/// Evaluates `plan` and returns the top answers with provenance.
+pub fn execute(kg: &Kg<'_>, plan: &Plan, opts: &ExecOptions) -> Result<Answers, ExecError> {
+    if plan.nodes.is_empty() {
+        return Err(ExecError::BadPlan("empty plan".into()));
+    }
+    let mut run = Run {
+        kg,
+        plan,
+        opts,
+        n: kg.entity_count(),
+        visits: 0,
+        sets: vec![None; plan.nodes.len()],
+    };
+    let root = plan.root();
+    let set = run.eval(root, None)?;
+    let total = set.len();
+    let mut ranked: Vec<(u32, f32)> = set.iter().collect();
+    let k = opts.top_k.min(ranked.len());
+    let by_score = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if k > 0 && k < ranked.len() {
+        ranked.select_nth_unstable_by(k - 1, by_score);
+    }
+    ranked.truncate(k);
+    ranked.sort_unstable_by(by_score);
+    run.sets[root] = Some(set);
+    let answers = ranked
+        .into_iter()
+        .map(|(entity, score)| Answer {
+            entity,
+            score,
+            paths: if opts.max_paths > 0 {
+                run.proofs(root, entity, opts.max_paths)
+            } else {
+                Vec::new()
+            },
+        })
+        .collect();
+    Ok(Answers {
+        answers,
+        total,
+        edge_visits: run.visits,
+    })
+}
+
+impl<'a> Run<'_, 'a> {
+    fn charge(&mut self, edges: usize) -> Result<(), ExecError> {
+        self.visits += edges as u64;
+        if self.visits > self.opts.max_edge_visits {
+            return Err(ExecError::Budget {
+                limit: self.opts.max_edge_visits,
+            });
+        }
+        if let Some(d) = self.opts.deadline {
+            if Instant::now() > d {
+                return Err(ExecError::Timeout);
+            }
+        }
+        Ok(())
+    }
+
+    /// The adjacency to follow for a projection, and the one to read it back.
+    fn csr(&self, inverse: bool) -> (Csr<'a>, Csr<'a>) {
+        if inverse {
+            (self.kg.inc, self.kg.out)
+        } else {
+            (self.kg.out, self.kg.inc)
+        }
+    }
+
+    /// Evaluates `node`; with `within`, only members of that set matter (for probing).
+    fn eval(&mut self, node: usize, within: Option<&FuzzySet>) -> Result<FuzzySet, ExecError> {
+        let set = match self.plan.nodes.get(node).cloned() {
+            None => return Err(ExecError::BadPlan(format!("node {node} out of range"))),
+            Some(Node::Anchor { entity }) => FuzzySet::singleton(entity),
+            Some(Node::Project {
+                input,
+                relation,
+                inverse,
+            }) => {
+                // The AND pre-pass may have evaluated the input already.
+                let x = match self.sets[input].take() {
+                    Some(x) => x,
+                    None => self.eval(input, None)?,
+                };
+                // Probe when there are fewer candidates than edges to expand.
+                let out = match within {
+                    Some(candidates)
+                        if candidates.len() < self.expansion(&x, relation, inverse) =>
+                    {
+                        self.probe(&x, relation, inverse, candidates)?
+                    }
+                    _ => self.project(&x, relation, inverse)?,
+                };
+                self.sets[input] = Some(x);
+                let mut out = out;
+                if self.opts.exclude_anchors {
+                    out.remove_all(&self.plan.anchors(input));
+                }
+                out
+            }
+            Some(Node::And(ops)) => self.and(&ops, within)?,
+            Some(Node::Or(ops)) => {
+                let mut acc = FuzzySet::default();
+                for op in ops {
+                    let s = self.eval(op, within)?;
+                    acc = acc.or(&s, self.n);
+                    self.sets[op] = Some(s);
+                }
+                acc
+            }
+            Some(Node::Not(_)) => {
+                return Err(ExecError::BadPlan("NOT outside AND".into()));
+            }
+        };
+        Ok(set)
+    }
+
+    fn expansion(&self, x: &FuzzySet, relation: u32, inverse: bool) -> usize {
+        let (fwd, _) = self.csr(inverse);
+        x.iter()
+            .map(|(s, _)| fwd.neighbours(s, relation).len())
+            .fold(0usize, usize::saturating_add)
+    }
+
+    fn project(
+        &mut self,
+        x: &FuzzySet,
+        relation: u32,
+        inverse: bool,
+    ) -> Result<FuzzySet, ExecError> {
+        let (fwd, _) = self.csr(inverse);
+        let mut pairs = Vec::new();
+        for (s, w) in x.iter() {
+            let targets = fwd.neighbours(s, relation);
+            self.charge(targets.len())?;
+            pairs.extend(targets.iter().map(|&t| (t, w)));
+        }
+        Ok(FuzzySet::from_pairs(pairs, self.n))
+    }
+
+    /// `x -> relation` restricted to `candidates`, read from each candidate's
+    /// reverse adjacency instead of expanding `x`.
+    fn probe(
+        &mut self,
+        x: &FuzzySet,
+        relation: u32,
+        inverse: bool,
+        candidates: &FuzzySet,
+    ) -> Result<FuzzySet, ExecError> {
+        let (_, back) = self.csr(inverse);
+        let mut pairs = Vec::new();
+        for (t, _) in candidates.iter() {
+            let sources = back.neighbours(t, relation);
+            self.charge(sources.len())?;
+            let best = sources.iter().map(|&s| x.get(s)).fold(0.0f32, f32::max);
+            if best > 0.0 {
+                pairs.push((t, best));
+            }
+        }
+        Ok(FuzzySet::from_pairs(pairs, self.n))
+    }
+
+    fn and(&mut self, ops: &[usize], within: Option<&FuzzySet>) -> Result<FuzzySet, ExecError> {
+        // Positive operands: smallest expansion first, hubs (over fanout_limit)
+        // last, so they are probed against the candidates of the others.
+        let mut cheap: Vec<(usize, usize)> = Vec::new();
+        let mut hubs = Vec::new();
+        let mut negated = Vec::new();
+        for &op in ops {
+            match self.plan.nodes.get(op) {
+                Some(Node::Not(inner)) => negated.push((op, *inner)),
+                Some(Node::Project {
+                    input,
+                    relation,
+                    inverse,
+                }) => {
+                    let (input, relation, inverse) = (*input, *relation, *inverse);
+                    let x = self.eval(input, None)?;
+                    let size = self.expansion(&x, relation, inverse);
+                    self.sets[input] = Some(x);
+                    if size > self.opts.fanout_limit {
+                        hubs.push(op);
+                    } else {
+                        cheap.push((size, op));
+                    }
+                }
+                Some(_) => cheap.push((usize::MAX, op)),
+                None => return Err(ExecError::BadPlan(format!("node {op} out of range"))),
+            }
+        }
+        cheap.sort_unstable();
+        if cheap.is_empty() && !hubs.is_empty() {
+            cheap.push((0, hubs.remove(0)));
+        }
+        if cheap.is_empty() {
+            return Err(ExecError::BadPlan("AND without a positive operand".into()));
+        }
+        let mut acc: Option<FuzzySet> = within.cloned();
+        for op in cheap.into_iter().map(|c| c.1).chain(hubs) {
+            let s = self.eval(op, acc.as_ref())?;
+            acc = Some(match acc {
+                Some(a) => a.and(&s, false, self.n),
+                None => s.clone(),
+            });
+            self.sets[op] = Some(s);
+            if acc.as_ref().is_some_and(FuzzySet::is_empty) {
+                break;
+            }
+        }
+        let mut acc = acc.unwrap_or_default();
+        for (op, inner) in negated {
+            let s = self.eval(inner, Some(&acc))?;
+            acc = acc.and(&s, true, self.n);
+            self.sets[inner] = Some(s);
+            self.sets[op] = Some(FuzzySet::default());
+        }
+        Ok(acc)
+    }
+
+    /// Up to `limit` sets of triples that support `entity` at `node`.
+    fn proofs(&self, node: usize, entity: u32, limit: usize) -> Vec<Vec<Triple>> {
+        match self.plan.nodes.get(node) {
+            Some(Node::Anchor { entity: a }) if *a == entity => vec![Vec::new()],
+            Some(Node::Project {
+                input,
+                relation,
+                inverse,
+            }) => {
+                let Some(x) = self.sets.get(*input).and_then(Option::as_ref) else {
+                    return Vec::new();
+                };
+                let (_, back) = self.csr(*inverse);
+                let mut out = Vec::new();
+                // Strongest sources first.
+                let mut sources: Vec<(u32, f32)> = back
+                    .neighbours(entity, *relation)
+                    .iter()
+                    .map(|&s| (s, x.get(s)))
+                    .filter(|p| p.1 > 0.0)
+                    .collect();
+                sources.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                for (s, _) in sources {
+                    let triple = if *inverse {
+                        [entity, *relation, s]
+                    } else {
+                        [s, *relation, entity]
+                    };
+                    for mut p in self.proofs(*input, s, limit - out.len()) {
+                        p.push(triple);
+                        out.push(p);
+                        if out.len() >= limit {
+                            return out;
+                        }
+                    }
+                }
+                out
+            }
+            Some(Node::And(ops)) => {
+                let mut combined: Vec<Vec<Triple>> = vec![Vec::new()];
+                for &op in ops {
+                    if matches!(self.plan.nodes.get(op), Some(Node::Not(_))) {
+                        continue;
+                    }
+                    let part = self.proofs(op, entity, limit);
+                    if part.is_empty() {
+                        return Vec::new();
+                    }
+                    let mut next = Vec::new();
+                    'outer: for c in &combined {
+                        for p in &part {
+                            let mut joined = c.clone();
+                            joined.extend(p.iter().filter(|t| !c.contains(t)));
+                            next.push(joined);
+                            if next.len() >= limit {
+                                break 'outer;
+                            }
+                        }
+                    }
+                    combined = next;
+                }
+                combined
+            }
+            Some(Node::Or(ops)) => {
+                let mut out = Vec::new();
+                for &op in ops {
+                    if self
+                        .sets
+                        .get(op)
+                        .and_then(Option::as_ref)
+                        .is_some_and(|s| s.get(entity) > 0.0)
+                    {
+                        out.extend(self.proofs(op, entity, limit - out.len()));
+                        if out.len() >= limit {
+                            break;
+                        }
+                    }
+                }
+                out
+            }
+            _ => Vec::new(),
+        }
+    }
+}

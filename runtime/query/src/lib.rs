@@ -1,0 +1,25 @@
+//! Queries over a kgbox bundle's graph.
+//!
+//! [`parse`] turns DSL text into an [`ast::Query`] without looking at any
+//! graph; [`bind`] resolves its names against a bundle's [`Kg`] into a
+//! [`plan::Plan`]; [`exec`] evaluates a plan over fuzzy sets with provenance.
+//! [`link`] finds entity mentions in text; [`retrieve`] cuts a subgraph.
+//!
+//! [`Kg`]: kgbox_bundle::Kg
+
+pub mod ast;
+pub mod bind;
+pub mod diag;
+pub mod exec;
+pub mod fuzzy;
+pub mod link;
+pub mod parse;
+pub mod plan;
+pub mod retrieve;
+pub mod run;
+
+pub use ast::Query;
+pub use diag::{DiagKind, Diagnostic};
+pub use exec::{execute, Answer, Answers, ExecError, ExecOptions};
+pub use parse::{parse, parse_with, ParseLimits};
+pub use run::{run_query, QueryError, Timings};

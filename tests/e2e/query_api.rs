@@ -1,0 +1,197 @@
+//! `/v1/query` and `/v1/retrieve` over a real socket, on the demo bundle.
+#![allow(clippy::unwrap_used)]
+
+use serde_json::json;
+
+use kgbox_testkit::*;
+
+/// Spike Lee directed two films of the demo slice.
+const FILM: &str = "Malcolm X";
+const OTHER_FILM: &str = "Red Hook Summer";
+
+fn demo_server() -> (Device, Server) {
+    let device = Device::new(&[], "[http]\nbody_limit_bytes = 4096");
+    let server = device.serve();
+    (device, server)
+}
+
+fn names(v: &serde_json::Value) -> Vec<String> {
+    v["answers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn query_answers_with_scores_and_paths() {
+    let (_d, server) = demo_server();
+    let (status, v) = server.post_json(
+        "/v1/query",
+        &json!({"query": format!("\"{FILM}\" -> directed_by -> directed_by_inv"), "top_k": 5}),
+    );
+    assert_eq!(status, 200, "{v}");
+    // Spike Lee's other film in the demo, never the anchor itself.
+    let got = names(&v);
+    assert_eq!(got, [OTHER_FILM], "{v}");
+    let a = &v["answers"][0];
+    assert_eq!(a["score"], 1.0);
+    let path = &a["paths"][0];
+    assert_eq!(path[0], json!([FILM, "directed_by", "Spike Lee"]));
+    assert_eq!(path[1], json!([OTHER_FILM, "directed_by", "Spike Lee"]));
+    for k in ["parse", "bind", "execute", "total"] {
+        assert!(v["timings_ms"][k].is_number(), "{v}");
+    }
+
+    // Paths off, anchors included.
+    let (_, v) = server.post_json(
+        "/v1/query",
+        &json!({"query": format!("\"{FILM}\" -> directed_by -> directed_by_inv"), "paths": false, "include_anchors": true, "top_k": 100}),
+    );
+    assert!(names(&v).contains(&FILM.to_string()), "{v}");
+    assert!(v["answers"][0].get("paths").is_none());
+
+    // AND with a hub and a NOT.
+    let (status, v) = server.post_json(
+        "/v1/query",
+        &json!({"query": "AND(Drama -> has_genre_inv, NOT(\"Blade Runner\" -> has_genre -> has_genre_inv))", "top_k": 1000}),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert!(v["total"].as_u64().unwrap() > 10);
+}
+
+#[test]
+fn query_errors_name_the_problem() {
+    let (_d, server) = demo_server();
+    let cases: Vec<(serde_json::Value, u16, &str)> = vec![
+        (
+            json!({"query": "\"Blade Runner\" -> "}),
+            400,
+            "syntax_error",
+        ),
+        (
+            json!({"query": "\"Blade Runer\" -> directed_by"}),
+            404,
+            "unknown_entity",
+        ),
+        (
+            json!({"query": "\"Blade Runner\" -> directed"}),
+            404,
+            "unknown_relation",
+        ),
+        (
+            json!({"query": "\"Blade Runner\" -> directed_by", "top_k": 0}),
+            400,
+            "bad_request",
+        ),
+        (
+            json!({"query": "\"Blade Runner\" -> directed_by", "colour": "red"}),
+            422,
+            "bad_json",
+        ),
+        (json!({"querry": "x"}), 422, "bad_json"),
+    ];
+    for (body, status, code) in cases {
+        let (s, v) = server.post_json("/v1/query", &body);
+        assert_eq!(
+            (s, v["error"]["code"].as_str().unwrap()),
+            (status, code),
+            "{body}: {v}"
+        );
+    }
+    let (_, v) = server.post_json(
+        "/v1/query",
+        &json!({"query": "\"Blade Runer\" -> directed_by"}),
+    );
+    assert_eq!(v["error"]["suggestions"], json!(["Blade Runner"]));
+    assert_eq!(
+        (v["error"]["line"].as_u64(), v["error"]["column"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let (_, v) = server.post_json(
+        "/v1/query",
+        &json!({"query": "\"Blade Runner\" -> directed"}),
+    );
+    assert_eq!(v["error"]["column"], 19);
+    assert!(
+        v["error"]["snippet"]
+            .as_str()
+            .unwrap()
+            .ends_with("^^^^^^^^"),
+        "{v}"
+    );
+
+    // Too deep: rejected before any work.
+    let deep = format!(
+        "{}\"Blade Runner\"{}",
+        "OR(".repeat(40),
+        ", \"Alien\")".repeat(40)
+    );
+    let (s, v) = server.post_json("/v1/query", &json!({ "query": deep }));
+    assert_eq!(
+        (s, v["error"]["code"].as_str().unwrap()),
+        (400, "query_too_large"),
+        "{v}"
+    );
+
+    // Bad JSON, wrong content type, oversize body (the limit is 4096 bytes here).
+    let (s, body) = server.post("/v1/query", "application/json", "{\"query\": ");
+    assert_eq!(s, 400, "{body}");
+    assert!(body.contains("bad_json"), "{body}");
+    let (s, body) = server.post("/v1/query", "text/plain", "{\"query\": \"x\"}");
+    assert_eq!(s, 415, "{body}");
+    assert!(body.contains("unsupported_media_type"), "{body}");
+    let big = json!({ "query": "x".repeat(10_000) }).to_string();
+    let (s, body) = server.post("/v1/query", "application/json", &big);
+    assert_eq!(s, 413, "{body}");
+    assert!(body.contains("payload_too_large"), "{body}");
+
+    // The server is still fine.
+    let (s, _) = server.post_json(
+        "/v1/query",
+        &json!({"query": "\"Blade Runner\" -> directed_by"}),
+    );
+    assert_eq!(s, 200);
+}
+
+#[test]
+fn retrieve_returns_a_bounded_subgraph() {
+    let (_d, server) = demo_server();
+    let (s, v) = server.post_json(
+        "/v1/retrieve",
+        &json!({"entities": ["Blade Runner"], "hops": 1, "max_triples": 1000}),
+    );
+    assert_eq!(s, 200, "{v}");
+    let triples = v["triples"].as_array().unwrap();
+    assert_eq!(triples.len(), 29, "{v}");
+    assert!(triples.contains(&json!(["Blade Runner", "directed_by", "Ridley Scott"])));
+    assert_eq!(v["truncated"], false);
+
+    let (_, v) = server.post_json(
+        "/v1/retrieve",
+        &json!({"entities": ["Blade Runner"], "hops": 2, "max_triples": 40}),
+    );
+    assert_eq!(v["triples"].as_array().unwrap().len(), 40);
+    assert_eq!(v["truncated"], true);
+
+    let (s, v) = server.post_json("/v1/retrieve", &json!({"entities": ["Blade Runer"]}));
+    assert_eq!(
+        (s, v["error"]["code"].as_str().unwrap()),
+        (404, "unknown_entity"),
+        "{v}"
+    );
+    assert_eq!(v["error"]["suggestions"], json!(["Blade Runner"]));
+    for bad in [
+        json!({"entities": []}),
+        json!({"entities": ["Alien"], "hops": 9}),
+        json!({"entities": ["Alien"], "max_triples": 0}),
+    ] {
+        let (s, v) = server.post_json("/v1/retrieve", &bad);
+        assert_eq!(
+            (s, v["error"]["code"].as_str().unwrap()),
+            (400, "bad_request"),
+            "{bad}: {v}"
+        );
+    }
+}
