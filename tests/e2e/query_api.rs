@@ -195,3 +195,52 @@ fn retrieve_returns_a_bounded_subgraph() {
         );
     }
 }
+
+#[test]
+fn link_finds_mentions_with_probabilities() {
+    let (_d, server) = demo_server();
+    let (s, v) = server.post_json(
+        "/v1/link",
+        &json!({"text": "who directed [Blade Runer] and what did Ridley Scott make"}),
+    );
+    assert_eq!(s, 200, "{v}");
+    let mentions = v["mentions"].as_array().unwrap();
+    assert_eq!(mentions.len(), 2, "{v}");
+    assert_eq!(mentions[0]["text"], "Blade Runer");
+    assert_eq!(mentions[0]["bracketed"], true);
+    assert_eq!(mentions[0]["candidates"][0]["name"], "Blade Runner");
+    assert_eq!(mentions[0]["candidates"][0]["method"], "fuzzy");
+    assert!(
+        (mentions[0]["candidates"][0]["probability"]
+            .as_f64()
+            .unwrap()
+            - 1.0)
+            .abs()
+            < 1e-6
+    );
+    assert_eq!(mentions[1]["text"], "Ridley Scott");
+    assert_eq!(mentions[1]["bracketed"], false);
+    assert_eq!(mentions[1]["candidates"][0]["method"], "exact");
+    let text = "who directed [Blade Runer] and what did Ridley Scott make";
+    let (a, b) = (
+        mentions[1]["start"].as_u64().unwrap() as usize,
+        mentions[1]["end"].as_u64().unwrap() as usize,
+    );
+    assert_eq!(&text[a..b], "Ridley Scott");
+
+    let (s, v) = server.post_json("/v1/link", &json!({"text": "x", "top_m": 0}));
+    assert_eq!(
+        (s, v["error"]["code"].as_str().unwrap()),
+        (400, "bad_request"),
+        "{v}"
+    );
+    let (s, v) = server.post_json("/v1/link", &json!({"txt": "x"}));
+    assert_eq!(
+        (s, v["error"]["code"].as_str().unwrap()),
+        (422, "bad_json"),
+        "{v}"
+    );
+    let (s, v) = server.post_json("/v1/link", &json!({"text": "y".repeat(3000)}));
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["mentions"], json!([]));
+}

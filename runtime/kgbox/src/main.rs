@@ -79,6 +79,15 @@ enum Command {
         #[arg(long)]
         trust: Vec<String>,
     },
+    /// Find entity mentions in text (`[bracketed]` mentions are taken as given).
+    Link {
+        text: String,
+        /// Candidates per mention.
+        #[arg(long, default_value_t = 5)]
+        top_m: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// Evaluate against gold data.
     #[command(subcommand)]
     Eval(EvalCommand),
@@ -152,6 +161,7 @@ fn run(started: Instant) -> Result<()> {
                 trust,
             },
         ),
+        Command::Link { text, top_m, json } => cmd::query::link(&cfg, &text, top_m, json),
         Command::Eval(EvalCommand::Queries {
             file,
             limit,

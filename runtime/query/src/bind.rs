@@ -136,36 +136,18 @@ pub fn resolve_relation(
     .with_suggestions(suggest_relations(kg, &r.name, 3)))
 }
 
-/// Up to `n` entity names within a small edit distance of `name`
-/// (normalized; distance 1, or 2 for names of 8 characters or more).
+/// Up to `n` entity names close to `name` (the fuzzy stage of
+/// [`crate::link::link_mention`]: edit distance up to 2, scaled by length).
 pub fn suggest_entities(kg: &Kg<'_>, name: &str, n: usize) -> Vec<String> {
-    use fst::{IntoStreamer, Streamer};
-    let key = normalize(name);
-    let distance = if key.chars().count() >= 8 { 2 } else { 1 };
-    let Ok(automaton) = fst::automaton::Levenshtein::new(&key, distance) else {
-        return Vec::new();
+    let opts = crate::link::LinkOptions {
+        top_m: n,
+        ..crate::link::LinkOptions::default()
     };
-    let values = kg
-        .with_index(|index| {
-            let mut values = Vec::new();
-            let mut stream = index.search(&automaton).into_stream();
-            while let Some((_, v)) = stream.next() {
-                values.push(v);
-                if values.len() >= n {
-                    break;
-                }
-            }
-            values
-        })
-        .unwrap_or_default();
-    let mut names: Vec<String> = values
+    let mut names: Vec<String> = crate::link::link_mention(kg, name, &opts)
         .into_iter()
-        .flat_map(|v| kg.decode_postings(v))
-        .filter_map(|p| kg.entity_name(p.entity).map(str::to_string))
+        .map(|c| c.name)
         .collect();
-    names.sort();
     names.dedup();
-    names.truncate(n);
     names
 }
 

@@ -50,7 +50,7 @@ impl Diagnostic {
             .chars()
             .count()
             .max(1);
-        let snippet = format!("{text}\n{}{}", " ".repeat(column - 1), "^".repeat(width));
+        let snippet = snippet(text, column - 1, width);
         Diagnostic {
             kind,
             message: message.into(),
@@ -88,6 +88,30 @@ impl fmt::Display for Diagnostic {
 
 impl std::error::Error for Diagnostic {}
 
+/// Longest source line shown whole; longer ones are cut around the caret.
+const SNIPPET_CHARS: usize = 100;
+
+/// The line and a caret line under `width` chars from char `col`, cut to a
+/// window around the caret when the line is long.
+fn snippet(text: &str, col: usize, width: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= SNIPPET_CHARS {
+        return format!("{text}\n{}{}", " ".repeat(col), "^".repeat(width));
+    }
+    let from = col.saturating_sub(SNIPPET_CHARS / 3).min(chars.len());
+    let to = (from + SNIPPET_CHARS).min(chars.len());
+    let lead = if from > 0 { "…" } else { "" };
+    let tail = if to < chars.len() { "…" } else { "" };
+    let shown: String = chars[from..to].iter().collect();
+    let caret_at = lead.chars().count() + col.saturating_sub(from);
+    let width = width.min(to.saturating_sub(col)).max(1);
+    format!(
+        "{lead}{shown}{tail}\n{}{}",
+        " ".repeat(caret_at),
+        "^".repeat(width)
+    )
+}
+
 fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     while i > 0 && !s.is_char_boundary(i) {
         i -= 1;
@@ -114,5 +138,26 @@ mod tests {
         assert!(d
             .to_string()
             .starts_with("line 2, column 10: unknown relation `bad`"));
+    }
+
+    #[test]
+    fn long_lines_are_cut_around_the_caret() {
+        let src = format!("{}x -> ){}", "a".repeat(5000), "b".repeat(5000));
+        let at = src.find(')').unwrap();
+        let d = Diagnostic::new(
+            DiagKind::Syntax,
+            "expected a relation",
+            Span::new(at, at + 1),
+            &src,
+        );
+        assert_eq!(d.column, 5006);
+        let lines: Vec<&str> = d.snippet.lines().collect();
+        assert!(
+            lines[0].chars().count() <= SNIPPET_CHARS + 2,
+            "{}",
+            lines[0].len()
+        );
+        let caret = lines[1].chars().position(|c| c == '^').unwrap();
+        assert_eq!(lines[0].chars().nth(caret), Some(')'));
     }
 }

@@ -347,7 +347,6 @@ impl<'a> Parser<'a> {
     /// A group, an operator or an entity.
     fn primary(&mut self, ctx: Ctx, allow_not: bool) -> Result<Node, Diagnostic> {
         self.skip_ws();
-        let start = self.pos;
         let node = match self.peek() {
             None | Some(')' | ',') => return Err(self.expected_operand_error(ctx)),
             Some('-') if self.at_arrow() => return Err(self.expected_operand_error(ctx)),
@@ -359,7 +358,6 @@ impl<'a> Parser<'a> {
                 None => self.bare()?,
             },
         };
-        debug_assert!(self.pos > start);
         self.after_relation = false;
         Ok(node)
     }

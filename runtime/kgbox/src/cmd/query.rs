@@ -74,3 +74,40 @@ pub fn run(cfg: &Config, args: &QueryArgs) -> Result<()> {
     }
     Ok(())
 }
+
+/// `kgbox link`.
+pub fn link(cfg: &Config, text: &str, top_m: usize, json: bool) -> Result<()> {
+    let bundle = super::load_bundle(cfg, None, &[])?;
+    let kg = bundle.kg()?;
+    let opts = kgbox_query::link::LinkOptions {
+        top_m,
+        ..Default::default()
+    };
+    let mentions = kgbox_query::link::link_text(&kg, text, &opts);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&mentions)?);
+        return Ok(());
+    }
+    if mentions.is_empty() {
+        println!("no mentions found");
+    }
+    for m in &mentions {
+        println!(
+            "{:?} at {}..{}{}",
+            m.text,
+            m.start,
+            m.end,
+            if m.bracketed { " (bracketed)" } else { "" }
+        );
+        if m.candidates.is_empty() {
+            println!("    no matching entity");
+        }
+        for c in &m.candidates {
+            println!(
+                "    {:.3}  {}  (#{}, {:?}, distance {})",
+                c.probability, c.name, c.entity, c.method, c.distance
+            );
+        }
+    }
+    Ok(())
+}

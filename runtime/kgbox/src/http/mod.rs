@@ -106,6 +106,7 @@ pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
         .route("/v1/entities/{*name}", get(entity))
         .route("/v1/query", post(query::query))
         .route("/v1/retrieve", post(query::retrieve_subgraph))
+        .route("/v1/link", post(query::link))
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
         })

@@ -10,6 +10,7 @@ use axum::Json;
 use kgbox_bundle::Kg;
 use kgbox_query::ast::{EntityRef, Span};
 use kgbox_query::exec::Triple;
+use kgbox_query::link::{link_text, LinkOptions};
 use kgbox_query::retrieve::{retrieve, RetrieveOptions, MAX_HOPS};
 use kgbox_query::{DiagKind, Diagnostic, ExecError, QueryError};
 use serde::{Deserialize, Serialize};
@@ -175,6 +176,54 @@ pub async fn query(
             "total": ms(t.elapsed()),
         }),
     }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkRequest {
+    pub text: String,
+    /// Candidates per mention.
+    pub top_m: Option<usize>,
+    /// Allow the fuzzy stage for bracketed mentions.
+    pub fuzzy: Option<bool>,
+}
+
+/// Longest text `/v1/link` accepts, bytes.
+pub const MAX_LINK_TEXT: usize = 8 * 1024;
+
+pub async fn link(
+    State(state): State<Arc<AppState>>,
+    body: Result<Json<LinkRequest>, JsonRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let Json(req) = body.map_err(bad_body)?;
+    if req.text.len() > MAX_LINK_TEXT {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            format!("text must be at most {MAX_LINK_TEXT} bytes"),
+        ));
+    }
+    let mut opts = LinkOptions::default();
+    if let Some(m) = req.top_m {
+        if m == 0 || m > 100 {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                "top_m must be between 1 and 100",
+            ));
+        }
+        opts.top_m = m;
+    }
+    if let Some(f) = req.fuzzy {
+        opts.fuzzy = f;
+    }
+    let kg = kg_of(&state)?;
+    let t = Instant::now();
+    let mentions = link_text(&kg, &req.text, &opts);
+    Ok(Json(json!({
+        "mentions": mentions,
+        "timings_ms": {"link": ms(t.elapsed())},
+    })))
 }
 
 #[derive(Debug, Deserialize)]
