@@ -1,6 +1,5 @@
 //! Describing one entity: its name, aliases and paginated edges.
 
-use kgbox_bundle::normalize::normalize;
 use kgbox_bundle::Kg;
 use serde::{Deserialize, Serialize};
 
@@ -85,36 +84,24 @@ pub enum LookupError {
 /// Resolves a name: exact name, then `#ID`, then a unique normalized
 /// name or alias match.
 pub fn resolve(kg: &Kg<'_>, name: &str) -> Result<u32, LookupError> {
-    if let Some(id) = kg.entity_id(name) {
-        return Ok(id);
-    }
     if let Some(id) = name.strip_prefix('#').and_then(|d| d.parse::<u32>().ok()) {
-        if (id as usize) < kg.entity_count() {
+        if (id as usize) < kg.entity_count() && kg.entity_id(name).is_none() {
             return Ok(id);
         }
     }
-    let mut hits: Vec<u32> = kg
-        .lookup_normalized(&normalize(name))
-        .into_iter()
-        .map(|p| p.entity)
-        .collect();
-    hits.sort_unstable();
-    hits.dedup();
-    let names = |ids: &[u32]| -> Vec<String> {
-        ids.iter()
-            .take(10)
-            .filter_map(|&i| kg.entity_name(i).map(str::to_string))
-            .collect()
-    };
-    match hits.as_slice() {
-        [one] => Ok(*one),
-        [] => Err(LookupError::NotFound {
+    match kgbox_query::bind::lookup_name(kg, name) {
+        Ok(id) => Ok(id),
+        Err(hits) if hits.is_empty() => Err(LookupError::NotFound {
             name: name.to_string(),
             suggestions: kgbox_query::bind::suggest_entities(kg, name, 5),
         }),
-        many => Err(LookupError::Ambiguous {
+        Err(hits) => Err(LookupError::Ambiguous {
             name: name.to_string(),
-            candidates: names(many),
+            candidates: hits
+                .iter()
+                .take(10)
+                .filter_map(|&i| kg.entity_name(i).map(str::to_string))
+                .collect(),
         }),
     }
 }

@@ -65,6 +65,36 @@ impl Query {
         }
     }
 
+    /// The same tree with every span zeroed, to compare trees modulo positions.
+    pub fn without_spans(&self) -> Query {
+        let z = Span::default();
+        match self {
+            Query::Entity { entity, .. } => Query::Entity {
+                entity: entity.clone(),
+                span: z,
+            },
+            Query::Project { input, relation } => Query::Project {
+                input: Box::new(input.without_spans()),
+                relation: RelationRef {
+                    name: relation.name.clone(),
+                    span: z,
+                },
+            },
+            Query::And { operands, .. } => Query::And {
+                operands: operands.iter().map(Query::without_spans).collect(),
+                span: z,
+            },
+            Query::Or { operands, .. } => Query::Or {
+                operands: operands.iter().map(Query::without_spans).collect(),
+                span: z,
+            },
+            Query::Not { operand, .. } => Query::Not {
+                operand: Box::new(operand.without_spans()),
+                span: z,
+            },
+        }
+    }
+
     /// Nesting depth (a leaf is 1; each projection or operator adds 1).
     pub fn depth(&self) -> usize {
         match self {

@@ -72,18 +72,11 @@ pub fn resolve_entity(
             source,
         )),
         EntityRef::Name(name) => {
-            if let Some(id) = kg.entity_id(name) {
-                return Ok(id);
-            }
-            let mut hits: Vec<u32> = kg
-                .lookup_normalized(&normalize(name))
-                .into_iter()
-                .map(|p| p.entity)
-                .collect();
-            hits.sort_unstable();
-            hits.dedup();
+            let hits = match lookup_name(kg, name) {
+                Ok(id) => return Ok(id),
+                Err(hits) => hits,
+            };
             match hits.as_slice() {
-                [one] => Ok(*one),
                 [] => Err(Diagnostic::new(
                     DiagKind::UnknownEntity,
                     format!("unknown entity {name:?}"),
@@ -108,6 +101,25 @@ pub fn resolve_entity(
                 )),
             }
         }
+    }
+}
+
+/// An entity by exact name, else by a normalized name or alias that names
+/// exactly one entity. `Err` holds the matching ids: none, or several.
+pub fn lookup_name(kg: &Kg<'_>, name: &str) -> Result<u32, Vec<u32>> {
+    if let Some(id) = kg.entity_id(name) {
+        return Ok(id);
+    }
+    let mut hits: Vec<u32> = kg
+        .lookup_normalized(&normalize(name))
+        .into_iter()
+        .map(|p| p.entity)
+        .collect();
+    hits.sort_unstable();
+    hits.dedup();
+    match hits.as_slice() {
+        [one] => Ok(*one),
+        _ => Err(hits),
     }
 }
 

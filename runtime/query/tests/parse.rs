@@ -51,36 +51,6 @@ fn not(operand: Query, start: usize, end: usize) -> Query {
     }
 }
 
-/// The same tree with every span zeroed, to compare trees modulo positions.
-fn strip(q: &Query) -> Query {
-    let z = Span::default();
-    match q {
-        Query::Entity { entity, .. } => Query::Entity {
-            entity: entity.clone(),
-            span: z,
-        },
-        Query::Project { input, relation } => Query::Project {
-            input: Box::new(strip(input)),
-            relation: RelationRef {
-                name: relation.name.clone(),
-                span: z,
-            },
-        },
-        Query::And { operands, .. } => Query::And {
-            operands: operands.iter().map(strip).collect(),
-            span: z,
-        },
-        Query::Or { operands, .. } => Query::Or {
-            operands: operands.iter().map(strip).collect(),
-            span: z,
-        },
-        Query::Not { operand, .. } => Query::Not {
-            operand: Box::new(strip(operand)),
-            span: z,
-        },
-    }
-}
-
 fn ok(text: &str) -> Query {
     match parse(text) {
         Ok(q) => q,
@@ -117,7 +87,11 @@ fn assert_round_trip(text: &str) {
         Ok(b) => b,
         Err(d) => panic!("{text:?} printed as {printed:?}, which does not parse:\n{d}"),
     };
-    assert_eq!(strip(&back), strip(&q), "{text:?} printed as {printed:?}");
+    assert_eq!(
+        without_spans_of(&back),
+        without_spans_of(&q),
+        "{text:?} printed as {printed:?}"
+    );
     assert_eq!(back.to_string(), printed, "the printed form is canonical");
 }
 
@@ -440,8 +414,8 @@ fn nested_and_or_not() {
     );
     // An AND that holds a NOT can itself be an operand of anything.
     assert_eq!(
-        strip(&ok("OR(AND(a, NOT(b)), c) -> r")),
-        strip(&proj(
+        without_spans_of(&ok("OR(AND(a, NOT(b)), c) -> r")),
+        without_spans_of(&proj(
             or(
                 vec![
                     and(vec![name("a", 0, 0), not(name("b", 0, 0), 0, 0)], 0, 0),
@@ -849,7 +823,7 @@ fn never_panics_on_odd_text() {
         match parse(text) {
             Ok(q) => {
                 let back = parse(&q.to_string()).expect("printed form parses");
-                assert_eq!(strip(&back), strip(&q));
+                assert_eq!(without_spans_of(&back), without_spans_of(&q));
             }
             Err(d) => {
                 assert!(text.is_char_boundary(d.span.start) && text.is_char_boundary(d.span.end));
@@ -986,4 +960,8 @@ fn node_limit() {
     assert_eq!(d.span, Span::new(0, 12), "the fourth node is the AND");
     let d = too_large("AND(a, b, c, d)", &limits);
     assert_eq!(d.span, Span::new(13, 14), "the fourth node is `d`");
+}
+
+fn without_spans_of(q: &Query) -> Query {
+    q.without_spans()
 }

@@ -9,36 +9,6 @@ use proptest::sample::{select, Index};
 
 // ---- checks -----------------------------------------------------------------
 
-/// The same tree with every span zeroed.
-fn strip(q: &Query) -> Query {
-    let z = Span::default();
-    match q {
-        Query::Entity { entity, .. } => Query::Entity {
-            entity: entity.clone(),
-            span: z,
-        },
-        Query::Project { input, relation } => Query::Project {
-            input: Box::new(strip(input)),
-            relation: RelationRef {
-                name: relation.name.clone(),
-                span: z,
-            },
-        },
-        Query::And { operands, .. } => Query::And {
-            operands: operands.iter().map(strip).collect(),
-            span: z,
-        },
-        Query::Or { operands, .. } => Query::Or {
-            operands: operands.iter().map(strip).collect(),
-            span: z,
-        },
-        Query::Not { operand, .. } => Query::Not {
-            operand: Box::new(strip(operand)),
-            span: z,
-        },
-    }
-}
-
 /// `span` as a slice of `text`, failing if it is out of range or splits a character.
 fn slice(text: &str, span: Span) -> Result<&str, TestCaseError> {
     prop_assert!(
@@ -165,7 +135,12 @@ fn check_parse(text: &str, limits: &ParseLimits) -> Result<Option<Query>, TestCa
                 ..*limits
             };
             match parse_with(&printed, &unbounded) {
-                Ok(back) => prop_assert_eq!(strip(&back), strip(&q), "printed as {:?}", printed),
+                Ok(back) => prop_assert_eq!(
+                    without_spans_of(&back),
+                    without_spans_of(&q),
+                    "printed as {:?}",
+                    printed
+                ),
                 Err(d) => prop_assert!(false, "printed as {printed:?}, which fails:\n{d}"),
             }
             Ok(Some(q))
@@ -432,7 +407,7 @@ proptest! {
         let back = parse_with(&printed, &limits);
         prop_assert!(back.is_ok(), "{:?} fails: {}", printed, back.err().map(|d| d.to_string()).unwrap_or_default());
         let back = back.unwrap();
-        prop_assert_eq!(strip(&back), strip(&q), "printed as {:?}", printed);
+        prop_assert_eq!(without_spans_of(&back), without_spans_of(&q), "printed as {:?}", printed);
         check_tree(&printed, &back, &limits)?;
         prop_assert_eq!(back.to_string(), printed);
     }
@@ -445,7 +420,7 @@ proptest! {
         let back = parse_with(&text, &limits);
         prop_assert!(back.is_ok(), "{:?} fails: {}", text, back.err().map(|d| d.to_string()).unwrap_or_default());
         let back = back.unwrap();
-        prop_assert_eq!(strip(&back), strip(&q), "written as {:?}", text);
+        prop_assert_eq!(without_spans_of(&back), without_spans_of(&q), "written as {:?}", text);
         check_tree(&text, &back, &limits)?;
     }
 
@@ -456,7 +431,7 @@ proptest! {
         match parse_with(&printed, &limits) {
             Ok(back) => {
                 prop_assert!(is_valid(&q, &limits), "accepted {:?} under {:?}", printed, limits);
-                prop_assert_eq!(strip(&back), strip(&q));
+                prop_assert_eq!(without_spans_of(&back), without_spans_of(&q));
                 check_tree(&printed, &back, &limits)?;
             }
             Err(d) => {
@@ -491,4 +466,8 @@ fn the_valid_bases_are_valid() {
             "{text:?}"
         );
     }
+}
+
+fn without_spans_of(q: &Query) -> Query {
+    q.without_spans()
 }

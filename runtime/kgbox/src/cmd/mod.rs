@@ -19,16 +19,7 @@ use kgbox_bundle::TrustedKeys;
 /// keys or the config's), else the active slot, else the demo.
 pub fn load_bundle(cfg: &Config, bundle: Option<&Path>, trust: &[String]) -> Result<LoadedBundle> {
     if let Some(path) = bundle {
-        let keys = if trust.is_empty() {
-            cfg.trusted_keys()?
-        } else {
-            TrustedKeys::new(
-                trust
-                    .iter()
-                    .map(|k| parse_key_ref(k))
-                    .collect::<Result<_, _>>()?,
-            )
-        };
+        let keys = trusted_keys(cfg, trust)?;
         let bytes =
             std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
         return LoadedBundle::from_bundle_bytes(
@@ -44,4 +35,17 @@ pub fn load_bundle(cfg: &Config, bundle: Option<&Path>, trust: &[String]) -> Res
         None if cfg.demo => Ok(kgbox::demo::load_demo()?),
         None => anyhow::bail!("no bundle is installed in {}", cfg.data_dir.display()),
     }
+}
+
+/// `--trust` keys (files or inline) when given, else the config's trusted keys.
+pub fn trusted_keys(cfg: &Config, trust: &[String]) -> Result<TrustedKeys> {
+    if trust.is_empty() {
+        return Ok(cfg.trusted_keys()?);
+    }
+    Ok(TrustedKeys::new(
+        trust
+            .iter()
+            .map(|k| parse_key_ref(k))
+            .collect::<Result<_, _>>()?,
+    ))
 }
