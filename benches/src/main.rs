@@ -20,9 +20,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 
-mod http;
-mod measure;
-mod proc;
+use kgbox_benches::{measure, proc};
+
 mod report;
 
 #[derive(Parser)]

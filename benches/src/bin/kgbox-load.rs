@@ -1,0 +1,1125 @@
+//! `kgbox-load`: a bounded, loopback-only HTTP load generator for `POST /v1/query`.
+//!
+//! ```text
+//! cargo build --release -p kgbox -p kgbox-benches
+//! cargo run --release -p kgbox-benches --bin kgbox-load -- \
+//!     --kb ../shared/data/metaqa/kb.tsv --queries /tmp/gold2.tsv \
+//!     [--queries FILE ...] [--concurrency 32] [--seconds 10] [--warmup 2] [--json]
+//! cargo run --release -p kgbox-benches --bin kgbox-load -- \
+//!     --url http://127.0.0.1:8080 --queries /tmp/gold2.tsv
+//! ```
+//!
+//! With `--kb` it packs the KB in-process (fixed-seed key) into a temporary
+//! directory, installs it with the `kgbox` binary next to this one, starts
+//! `kgbox serve` on a free loopback port (`[http] max_concurrency` at least
+//! the load concurrency, `[log] level = "warn"`), waits for `/readyz`, runs
+//! the load, reads the server's resident memory and stops it (also on
+//! errors and on SIGINT/SIGTERM/SIGHUP) and removes the directory. With
+//! `--url` it loads a server that is already running (loopback only).
+//!
+//! Query files hold `<DSL><TAB>answers` lines (see
+//! `benches/metaqa/gold_queries.py`); only the DSL is sent, as
+//! `{"query": DSL, "top_k": K}`, each request serialized once up front.
+//! Several files are mixed (one fixed-seed shuffle of all their lines).
+//! `--concurrency` threads each keep one keep-alive HTTP/1.1 connection
+//! (TCP_NODELAY) and walk the queries round-robin from their own offset,
+//! reconnecting after an error. Responses that complete during the warm-up
+//! are not counted; the measured window is `--seconds` long, after which no
+//! new request is sent. Every read has a timeout (`--timeout-ms`).
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use kgbox_benches::keepalive::{self, Client};
+use kgbox_benches::{http, measure, proc};
+use serde_json::{json, Value};
+
+#[derive(Parser)]
+#[command(
+    name = "kgbox-load",
+    about = "Bounded loopback load on POST /v1/query: throughput, latency, server RSS"
+)]
+struct Args {
+    /// The KB TSV to pack, install and serve (e.g. ../shared/data/metaqa/kb.tsv).
+    #[arg(long, required_unless_present = "url", conflicts_with = "url")]
+    kb: Option<PathBuf>,
+    /// Load an already running server instead (http://127.0.0.1:PORT; loopback only).
+    #[arg(long)]
+    url: Option<String>,
+    /// A query file, `<DSL><TAB>answers` per line (repeat to mix several).
+    #[arg(long = "queries", required = true)]
+    queries: Vec<PathBuf>,
+    /// Worker threads, one keep-alive connection each.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    concurrency: u32,
+    /// Measured seconds.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=3600))]
+    seconds: u32,
+    /// Warm-up seconds before the measured window (not counted).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=600))]
+    warmup: u32,
+    /// `top_k` of every request.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    top_k: u32,
+    /// Send `"paths": false` (no provenance paths in the answers).
+    #[arg(long)]
+    no_paths: bool,
+    /// Limit on each connect, write and read, and on one whole exchange.
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u32).range(10..=120_000))]
+    timeout_ms: u32,
+    /// Print a JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// The `kgbox` binary (default: next to this executable).
+    #[arg(long)]
+    kgbox: Option<PathBuf>,
+}
+
+/// The figure the project aims at, requests per second.
+const TARGET_RPS: f64 = 5000.0;
+/// Every this many counted `200`s per worker, the body is parsed for the
+/// server's `timings_ms` and answer count.
+const SAMPLE_EVERY: u64 = 16;
+/// Pause after a failed exchange, so that a dead server is not spun on.
+const ERROR_BACKOFF: Duration = Duration::from_millis(5);
+const READY_LIMIT: Duration = Duration::from_secs(30);
+const INSTALL_RUNS: usize = 1;
+
+fn step(msg: &str) {
+    eprintln!("kgbox-load: {msg}");
+}
+
+fn find_kgbox(explicit: Option<PathBuf>) -> Result<PathBuf> {
+    if let Some(p) = explicit {
+        if !p.is_file() {
+            bail!("--kgbox {}: no such file", p.display());
+        }
+        return Ok(p);
+    }
+    let exe = std::env::current_exe().context("cannot find this executable's path")?;
+    let dir = exe
+        .parent()
+        .context("this executable has no parent directory")?;
+    let kgbox = dir.join("kgbox");
+    if !kgbox.is_file() {
+        bail!(
+            "the `kgbox` binary is not in {} (it must sit next to kgbox-load); \
+             run `cargo build --release -p kgbox` first (same profile as kgbox-load)",
+            dir.display()
+        );
+    }
+    Ok(kgbox)
+}
+
+/// `http://HOST[:PORT][/]` with HOST a loopback IP literal or `localhost`.
+fn parse_url(url: &str) -> Result<SocketAddr> {
+    let Some(rest) = url.strip_prefix("http://") else {
+        bail!("--url {url:?}: only plain http:// URLs are supported");
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    if !(path.is_empty() || path == "/") {
+        bail!("--url {url:?}: give the server's root, without a path");
+    }
+    if authority.contains('@') {
+        bail!("--url {url:?}: user info is not supported");
+    }
+    let (host, port) = if let Some(r) = authority.strip_prefix('[') {
+        let Some((host, after)) = r.split_once(']') else {
+            bail!("--url {url:?}: unclosed '['");
+        };
+        (host, after.strip_prefix(':'))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    let port: u16 = match port {
+        Some(p) => p
+            .parse()
+            .with_context(|| format!("--url {url:?}: bad port {p:?}"))?,
+        None => 80,
+    };
+    let ip: IpAddr = if host.eq_ignore_ascii_case("localhost") {
+        IpAddr::V4(Ipv4Addr::LOCALHOST)
+    } else {
+        host.parse().with_context(|| {
+            format!("--url {url:?}: the host must be a loopback IP address or `localhost`")
+        })?
+    };
+    if !ip.is_loopback() {
+        bail!(
+            "--url {url:?}: {ip} is not a loopback address; kgbox-load only loads loopback servers"
+        );
+    }
+    Ok(SocketAddr::new(ip, port))
+}
+
+/// One query file: its path and the DSL of each non-empty line.
+struct QueryFile {
+    path: PathBuf,
+    dsl: Vec<String>,
+}
+
+fn read_query_file(path: &Path) -> Result<QueryFile> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let dsl: Vec<String> = text
+        .lines()
+        .map(|l| l.split('\t').next().unwrap_or_default().trim())
+        .filter(|d| !d.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if dsl.is_empty() {
+        bail!("{}: no queries", path.display());
+    }
+    Ok(QueryFile {
+        path: path.to_path_buf(),
+        dsl,
+    })
+}
+
+/// A request ready to write, and which file it came from.
+struct Query {
+    request: Vec<u8>,
+    file: usize,
+}
+
+/// splitmix64: a tiny fixed-seed generator for the shuffle.
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Serializes every query once; several files are shuffled together.
+fn build_requests(files: &[QueryFile], host: &str, top_k: u32, paths: bool) -> Result<Vec<Query>> {
+    let mut out = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        for dsl in &f.dsl {
+            let body = if paths {
+                json!({"query": dsl, "top_k": top_k})
+            } else {
+                json!({"query": dsl, "top_k": top_k, "paths": false})
+            };
+            let body = serde_json::to_vec(&body)?;
+            out.push(Query {
+                request: keepalive::post_json(host, "/v1/query", &body),
+                file: i,
+            });
+        }
+    }
+    if files.len() > 1 {
+        let mut state = 0x6b67_626f_785f_6c64_u64;
+        for i in (1..out.len()).rev() {
+            let j = (splitmix64(&mut state) % (i as u64 + 1)) as usize;
+            out.swap(i, j);
+        }
+    }
+    Ok(out)
+}
+
+/// A server this tool started. Fields drop in order: the server is stopped
+/// before its temporary directory is removed.
+struct Started {
+    server: proc::Server,
+    pid: u32,
+    kgbox: PathBuf,
+    rss_ready: proc::Rss,
+    pack_s: f64,
+    install_s: f64,
+    ready_ms: f64,
+    work: tempfile::TempDir,
+}
+
+fn start_server(kb: &Path, kgbox: PathBuf, concurrency: u32) -> Result<(SocketAddr, Started)> {
+    let work = tempfile::Builder::new()
+        .prefix("kgbox-load-")
+        .tempdir()
+        .context("cannot create a temporary directory")?;
+    let key = measure::signing_key();
+    let pub_key = work.path().join("kgbox-load.pub");
+    std::fs::write(&pub_key, key.public().to_text())?;
+    let bundle = work.path().join("kb.kgb");
+    step(&format!("packing {}", kb.display()));
+    let pack = measure::pack_runs(kb, &key, &bundle, 1)?;
+    step(&format!(
+        "packed {} triples in {:.2} s; installing with {}",
+        pack.triples,
+        pack.times.iter().map(Duration::as_secs_f64).sum::<f64>(),
+        kgbox.display()
+    ));
+    let (install, installed) =
+        measure::install_runs(&kgbox, work.path(), &bundle, &pub_key, INSTALL_RUNS)?;
+    let mut config = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&installed.config)
+        .with_context(|| format!("opening {}", installed.config.display()))?;
+    write!(
+        config,
+        "\n[http]\nmax_concurrency = {}\n\n[log]\nlevel = \"warn\"\n",
+        concurrency.max(256)
+    )?;
+    drop(config);
+
+    let port = http::free_port()?;
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut cmd = Command::new(&kgbox);
+    cmd.arg("--config")
+        .arg(&installed.config)
+        .arg("serve")
+        .arg("--listen")
+        .arg(addr.to_string())
+        .env_remove("RUST_LOG");
+    step(&format!("starting kgbox serve on {addr}"));
+    let spawned = Instant::now();
+    let mut server = proc::Server::spawn(&mut cmd, &work.path().join("serve.log"))?;
+    let ready = http::wait_ready(addr, &mut server, READY_LIMIT)?;
+    let pid = server.pid();
+    let rss_ready = proc::rss(pid)?;
+    Ok((
+        addr,
+        Started {
+            server,
+            pid,
+            kgbox,
+            rss_ready,
+            pack_s: pack.times.iter().map(Duration::as_secs_f64).sum(),
+            install_s: install.iter().map(Duration::as_secs_f64).sum(),
+            ready_ms: (ready.at - spawned).as_secs_f64() * 1e3,
+            work,
+        },
+    ))
+}
+
+/// The server's own timings for one sampled response.
+#[derive(Clone, Copy)]
+struct Sample {
+    total_ms: f64,
+    execute_ms: f64,
+    answers: usize,
+}
+
+fn sample(body: &[u8]) -> Option<Sample> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    let t = v.get("timings_ms")?;
+    Some(Sample {
+        total_ms: t.get("total")?.as_f64()?,
+        execute_ms: t.get("execute")?.as_f64()?,
+        answers: v.get("answers")?.as_array()?.len(),
+    })
+}
+
+/// What all workers share (read-only, apart from the stop flag).
+struct Plan<'a> {
+    queries: &'a [Query],
+    files: usize,
+    addr: SocketAddr,
+    timeout: Duration,
+    measure_from: Instant,
+    end: Instant,
+    stop: AtomicBool,
+}
+
+#[derive(Default)]
+struct Tally {
+    /// Latency (ns) of every response completed in the window, by file.
+    latency_ns: Vec<Vec<u64>>,
+    statuses: BTreeMap<u16, u64>,
+    errors: u64,
+    error_kinds: BTreeMap<String, u64>,
+    /// Exchanges that failed outside the window (warm-up, or after it).
+    errors_outside: u64,
+    warmup_responses: u64,
+    connects: u64,
+    server_closes: u64,
+    body_bytes: u64,
+    samples: Vec<Sample>,
+}
+
+impl Tally {
+    fn merge(&mut self, o: Tally) {
+        if self.latency_ns.len() < o.latency_ns.len() {
+            self.latency_ns.resize_with(o.latency_ns.len(), Vec::new);
+        }
+        for (a, b) in self.latency_ns.iter_mut().zip(o.latency_ns) {
+            a.extend(b);
+        }
+        for (s, n) in o.statuses {
+            *self.statuses.entry(s).or_insert(0) += n;
+        }
+        self.errors += o.errors;
+        for (k, n) in o.error_kinds {
+            *self.error_kinds.entry(k).or_insert(0) += n;
+        }
+        self.errors_outside += o.errors_outside;
+        self.warmup_responses += o.warmup_responses;
+        self.connects += o.connects;
+        self.server_closes += o.server_closes;
+        self.body_bytes += o.body_bytes;
+        self.samples.extend(o.samples);
+    }
+}
+
+fn worker(plan: &Plan<'_>, id: usize, workers: usize) -> Tally {
+    let n = plan.queries.len();
+    let mut i = id * n / workers;
+    let mut t = Tally {
+        latency_ns: vec![Vec::new(); plan.files],
+        ..Tally::default()
+    };
+    let mut client = Client::new(plan.addr, plan.timeout);
+    let mut until_sample = SAMPLE_EVERY;
+    loop {
+        if Instant::now() >= plan.end || plan.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let q = &plan.queries[i];
+        i += 1;
+        if i == n {
+            i = 0;
+        }
+        let t0 = Instant::now();
+        let r = client.exchange(&q.request);
+        let t1 = Instant::now();
+        let in_window = t1 >= plan.measure_from && t1 <= plan.end;
+        match r {
+            Ok(resp) => {
+                if resp.closed {
+                    t.server_closes += 1;
+                }
+                if !in_window {
+                    if t1 < plan.measure_from {
+                        t.warmup_responses += 1;
+                    }
+                    continue;
+                }
+                t.latency_ns[q.file].push((t1 - t0).as_nanos() as u64);
+                *t.statuses.entry(resp.status).or_insert(0) += 1;
+                t.body_bytes += resp.body_len as u64;
+                if resp.status == 200 {
+                    until_sample -= 1;
+                    if until_sample == 0 {
+                        until_sample = SAMPLE_EVERY;
+                        if let Some(s) = sample(client.body()) {
+                            t.samples.push(s);
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                if in_window {
+                    t.errors += 1;
+                    *t.error_kinds.entry(e.to_string()).or_insert(0) += 1;
+                } else {
+                    t.errors_outside += 1;
+                }
+                std::thread::sleep(ERROR_BACKOFF);
+            }
+        }
+    }
+    t.connects = client.connects;
+    t
+}
+
+/// CPU time of a process (all threads), from `/proc/<pid>/stat`, seconds.
+fn process_cpu_s(pid: &str) -> Option<f64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) start at field 3.
+    let rest = &text[text.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    Some((utime + stime) as f64 / clock_ticks())
+}
+
+/// Machine-wide (busy, total) CPU seconds from `/proc/stat`.
+fn machine_cpu_s() -> Option<(f64, f64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = text.lines().next()?.strip_prefix("cpu ")?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .take(8)
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    let total: u64 = v.iter().sum();
+    let idle = v.get(3)? + v.get(4)?;
+    let hz = clock_ticks();
+    Some(((total - idle) as f64 / hz, total as f64 / hz))
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf(3) only reads a configuration value.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        hz as f64
+    } else {
+        100.0
+    }
+}
+
+#[derive(Clone, Copy, Default)]
+struct Cpu {
+    server: Option<f64>,
+    load: Option<f64>,
+    machine_busy: Option<f64>,
+    machine_total: Option<f64>,
+}
+
+fn cpu_now(server_pid: Option<u32>) -> Cpu {
+    let m = machine_cpu_s();
+    Cpu {
+        server: server_pid.and_then(|p| process_cpu_s(&p.to_string())),
+        load: process_cpu_s("self"),
+        machine_busy: m.map(|x| x.0),
+        machine_total: m.map(|x| x.1),
+    }
+}
+
+/// The result of the load phase.
+struct Load {
+    tally: Tally,
+    /// Measured window, seconds (as planned; the window is fixed).
+    window_s: f64,
+    /// CPU seconds used during the window, by process and machine-wide.
+    cpu_server_s: Option<f64>,
+    cpu_load_s: Option<f64>,
+    cpu_machine_busy_s: Option<f64>,
+    cpu_machine_total_s: Option<f64>,
+    /// From the end of the window to the last worker's exit.
+    drain_ms: f64,
+}
+
+/// Sleeps until `until`, failing early on a signal or a dead server.
+fn wait_until(until: Instant, started: &mut Option<Started>) -> Result<()> {
+    loop {
+        proc::check_interrupted()?;
+        if let Some(s) = started.as_mut() {
+            if let Some(status) = s.server.exited()? {
+                bail!(
+                    "kgbox serve exited ({status}) during the load; its log:\n{}",
+                    s.server.log_tail()
+                );
+            }
+        }
+        let now = Instant::now();
+        if now >= until {
+            return Ok(());
+        }
+        std::thread::sleep((until - now).min(Duration::from_millis(50)));
+    }
+}
+
+fn run_load(
+    args: &Args,
+    addr: SocketAddr,
+    queries: &[Query],
+    files: usize,
+    started: &mut Option<Started>,
+) -> Result<Load> {
+    let workers = args.concurrency as usize;
+    let start = Instant::now();
+    let measure_from = start + Duration::from_secs(args.warmup.into());
+    let end = measure_from + Duration::from_secs(args.seconds.into());
+    let plan = Plan {
+        queries,
+        files,
+        addr,
+        timeout: Duration::from_millis(args.timeout_ms.into()),
+        measure_from,
+        end,
+        stop: AtomicBool::new(false),
+    };
+    let server_pid = started.as_ref().map(|s| s.pid);
+    std::thread::scope(|scope| -> Result<Load> {
+        let handles: Vec<_> = (0..workers)
+            .map(|id| {
+                let plan = &plan;
+                std::thread::Builder::new()
+                    .name(format!("load-{id}"))
+                    .spawn_scoped(scope, move || worker(plan, id, workers))
+            })
+            .collect::<std::io::Result<_>>()
+            .inspect_err(|_| plan.stop.store(true, Ordering::SeqCst))
+            .context("cannot start the worker threads")?;
+        step(&format!(
+            "{workers} connections: {} s warm-up, then {} s measured",
+            args.warmup, args.seconds
+        ));
+        let watched = wait_until(measure_from, started).and_then(|()| {
+            let before = cpu_now(server_pid);
+            wait_until(end, started)?;
+            Ok((before, cpu_now(server_pid)))
+        });
+        plan.stop.store(true, Ordering::SeqCst);
+        let stopped = Instant::now();
+        let mut tally = Tally::default();
+        for h in handles {
+            match h.join() {
+                Ok(t) => tally.merge(t),
+                Err(_) => bail!("a worker thread panicked"),
+            }
+        }
+        let drain_ms = stopped.elapsed().as_secs_f64() * 1e3;
+        let (before, after) = watched?;
+        let diff = |a: Option<f64>, b: Option<f64>| Some(b? - a?);
+        Ok(Load {
+            tally,
+            window_s: (end - measure_from).as_secs_f64(),
+            cpu_server_s: diff(before.server, after.server),
+            cpu_load_s: diff(before.load, after.load),
+            cpu_machine_busy_s: diff(before.machine_busy, after.machine_busy),
+            cpu_machine_total_s: diff(before.machine_total, after.machine_total),
+            drain_ms,
+        })
+    })
+}
+
+/// Nearest-rank percentile of sorted values.
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn percentile_f(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+#[derive(Clone, Copy, Default)]
+struct Latency {
+    count: u64,
+    p50: f64,
+    p95: f64,
+    p99: f64,
+    max: f64,
+    mean: f64,
+}
+
+fn latency(mut ns: Vec<u64>) -> Latency {
+    ns.sort_unstable();
+    let ms = |x: u64| x as f64 / 1e6;
+    Latency {
+        count: ns.len() as u64,
+        p50: ms(percentile(&ns, 50.0)),
+        p95: ms(percentile(&ns, 95.0)),
+        p99: ms(percentile(&ns, 99.0)),
+        max: ms(ns.last().copied().unwrap_or(0)),
+        mean: if ns.is_empty() {
+            0.0
+        } else {
+            ms(ns.iter().sum::<u64>()) / ns.len() as f64
+        },
+    }
+}
+
+fn latency_json(l: &Latency) -> Value {
+    json!({
+        "count": l.count,
+        "p50_ms": l.p50,
+        "p95_ms": l.p95,
+        "p99_ms": l.p99,
+        "max_ms": l.max,
+        "mean_ms": l.mean,
+    })
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Everything the report shows.
+struct Report {
+    target: String,
+    addr: SocketAddr,
+    files: Vec<(String, usize)>,
+    queries: usize,
+    concurrency: u32,
+    warmup_s: u32,
+    top_k: u32,
+    paths: bool,
+    nproc: usize,
+    load_before: String,
+    load_after: String,
+    load: Load,
+    all: Latency,
+    per_file: Vec<Latency>,
+    requests: u64,
+    non_200: u64,
+    rps: f64,
+    server_total_ms: (f64, f64),
+    server_execute_ms: f64,
+    samples: usize,
+    sampled_with_answers: usize,
+    rss_ready: Option<proc::Rss>,
+    rss_end: Option<proc::Rss>,
+    setup: Option<(f64, f64, f64)>,
+    stopped_by_sigterm: Option<bool>,
+}
+
+fn report(
+    args: &Args,
+    addr: SocketAddr,
+    files: &[QueryFile],
+    load: Load,
+    started: Option<&Started>,
+    rss_end: Option<proc::Rss>,
+    load_before: String,
+) -> Report {
+    let all = latency(load.tally.latency_ns.concat());
+    let per_file = load
+        .tally
+        .latency_ns
+        .iter()
+        .map(|v| latency(v.clone()))
+        .collect();
+    let requests: u64 = load.tally.statuses.values().sum();
+    let non_200 = requests - load.tally.statuses.get(&200).copied().unwrap_or(0);
+    let mut totals: Vec<f64> = load.tally.samples.iter().map(|s| s.total_ms).collect();
+    totals.sort_by(f64::total_cmp);
+    let mut execs: Vec<f64> = load.tally.samples.iter().map(|s| s.execute_ms).collect();
+    execs.sort_by(f64::total_cmp);
+    Report {
+        target: match started {
+            Some(s) => format!(
+                "kgbox serve started by kgbox-load ({}) from {}",
+                s.kgbox.display(),
+                args.kb
+                    .as_deref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            ),
+            None => format!(
+                "already running server at {}",
+                args.url.as_deref().unwrap_or_default()
+            ),
+        },
+        addr,
+        files: files
+            .iter()
+            .map(|f| (f.path.display().to_string(), f.dsl.len()))
+            .collect(),
+        queries: files.iter().map(|f| f.dsl.len()).sum(),
+        concurrency: args.concurrency,
+        warmup_s: args.warmup,
+        top_k: args.top_k,
+        paths: !args.no_paths,
+        nproc: std::thread::available_parallelism()
+            .map(usize::from)
+            .unwrap_or(0),
+        load_before,
+        load_after: load_average(),
+        rps: requests as f64 / load.window_s,
+        all,
+        per_file,
+        requests,
+        non_200,
+        server_total_ms: (percentile_f(&totals, 50.0), percentile_f(&totals, 99.0)),
+        server_execute_ms: percentile_f(&execs, 50.0),
+        samples: load.tally.samples.len(),
+        sampled_with_answers: load.tally.samples.iter().filter(|s| s.answers > 0).count(),
+        load,
+        rss_ready: started.map(|s| s.rss_ready),
+        rss_end,
+        setup: started.map(|s| (s.pack_s, s.install_s, s.ready_ms)),
+        stopped_by_sigterm: None,
+    }
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / 1e6
+}
+
+fn cores(cpu_s: Option<f64>, window_s: f64) -> String {
+    cpu_s.map_or("n/a".into(), |s| format!("{:.2}", s / window_s))
+}
+
+fn markdown(r: &Report) -> String {
+    let l = &r.load;
+    let t = &l.tally;
+    let mut rows: Vec<(String, String)> = Vec::new();
+    let files: Vec<String> = r.files.iter().map(|(p, n)| format!("{p} ({n})")).collect();
+    rows.push((
+        "Queries".into(),
+        format!(
+            "{} from {}{}",
+            r.queries,
+            files.join(" + "),
+            if r.files.len() > 1 { ", shuffled" } else { "" }
+        ),
+    ));
+    rows.push((
+        "Load".into(),
+        format!(
+            "{} keep-alive connections, {} s warm-up + {:.0} s measured, top_k {}, paths {}",
+            r.concurrency,
+            r.warmup_s,
+            l.window_s,
+            r.top_k,
+            if r.paths { "on" } else { "off" }
+        ),
+    ));
+    rows.push((
+        "Requests completed in the window".into(),
+        r.requests.to_string(),
+    ));
+    rows.push(("Errors (transport)".into(), t.errors.to_string()));
+    let statuses: Vec<String> = t
+        .statuses
+        .iter()
+        .filter(|(s, _)| **s != 200)
+        .map(|(s, n)| format!("{n} x {s}"))
+        .collect();
+    rows.push((
+        "Non-200 responses".into(),
+        if statuses.is_empty() {
+            "0".into()
+        } else {
+            format!("{} ({})", r.non_200, statuses.join(", "))
+        },
+    ));
+    rows.push((
+        "Throughput".into(),
+        format!(
+            "{:.0} req/s (target >= {TARGET_RPS:.0}: {})",
+            r.rps,
+            if r.rps >= TARGET_RPS { "ok" } else { "MISSED" }
+        ),
+    ));
+    rows.push((
+        "Latency p50 / p95 / p99 / max".into(),
+        format!(
+            "{:.2} / {:.2} / {:.2} / {:.2} ms (mean {:.2})",
+            r.all.p50, r.all.p95, r.all.p99, r.all.max, r.all.mean
+        ),
+    ));
+    if r.files.len() > 1 {
+        for ((p, _), lat) in r.files.iter().zip(&r.per_file) {
+            let name = Path::new(p)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| p.clone());
+            rows.push((
+                format!("  {name}: requests, p50 / p99"),
+                format!("{}, {:.2} / {:.2} ms", lat.count, lat.p50, lat.p99),
+            ));
+        }
+    }
+    rows.push((
+        format!(
+            "Server timings_ms.total p50 / p99 (every {SAMPLE_EVERY}th 200, n = {})",
+            r.samples
+        ),
+        format!(
+            "{:.3} / {:.3} ms (execute p50 {:.3}); {} of {} with answers",
+            r.server_total_ms.0,
+            r.server_total_ms.1,
+            r.server_execute_ms,
+            r.sampled_with_answers,
+            r.samples
+        ),
+    ));
+    rows.push((
+        "Response body, mean".into(),
+        format!(
+            "{:.0} bytes",
+            t.body_bytes as f64 / r.requests.max(1) as f64
+        ),
+    ));
+    rows.push((
+        "Connections opened / closed by the server".into(),
+        format!("{} / {}", t.connects, t.server_closes),
+    ));
+    rows.push((
+        "CPU in the window: server / kgbox-load / whole machine".into(),
+        format!(
+            "{} / {} / {} cores busy (of {})",
+            cores(l.cpu_server_s, l.window_s),
+            cores(l.cpu_load_s, l.window_s),
+            cores(l.cpu_machine_busy_s, l.window_s),
+            r.nproc
+        ),
+    ));
+    if let (Some(ready), Some(end)) = (r.rss_ready, r.rss_end) {
+        rows.push((
+            "Server RSS ready / end / peak (VmRSS, VmHWM)".into(),
+            format!(
+                "{:.1} / {:.1} / {:.1} MB (end: anon {:.1}, file {:.1})",
+                mb(ready.total),
+                mb(end.total),
+                mb(end.peak),
+                mb(end.anon),
+                mb(end.file)
+            ),
+        ));
+    }
+    rows.push(("nproc".into(), r.nproc.to_string()));
+    let w0 = rows
+        .iter()
+        .map(|r| r.0.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    let w1 = rows
+        .iter()
+        .map(|r| r.1.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    let mut out = format!("kgbox-load: POST /v1/query on {}, {}\n\n", r.addr, r.target);
+    out.push_str(&format!("| {:<w0$} | {:<w1$} |\n", "Figure", "Value"));
+    out.push_str(&format!("| {} | {} |\n", "-".repeat(w0), "-".repeat(w1)));
+    for (a, b) in &rows {
+        out.push_str(&format!("| {a:<w0$} | {b:<w1$} |\n"));
+    }
+    if !t.error_kinds.is_empty() {
+        let kinds: Vec<String> = t
+            .error_kinds
+            .iter()
+            .map(|(k, n)| format!("{n} x {k}"))
+            .collect();
+        out.push_str(&format!("\nerrors: {}\n", kinds.join("; ")));
+    }
+    out.push_str(&format!(
+        "\nwarm-up responses (not counted): {}; exchanges failed outside the window: {}; \
+         workers stopped {:.1} ms after the window\n",
+        t.warmup_responses, t.errors_outside, l.drain_ms
+    ));
+    if let Some((pack, install, ready)) = r.setup {
+        out.push_str(&format!(
+            "setup: pack {pack:.2} s, install {install:.2} s, start to ready {ready:.1} ms\n"
+        ));
+    }
+    if r.stopped_by_sigterm == Some(false) {
+        out.push_str("warning: the server ignored SIGTERM for 5 s and was killed\n");
+    }
+    out.push_str(&format!(
+        "load average before / after: {} / {}\n\
+         note: kgbox-load runs on the same {} cores as the server, so its own CPU (above) \
+         is taken from the server's budget\n",
+        r.load_before, r.load_after, r.nproc
+    ));
+    out
+}
+
+fn rss_json(r: &proc::Rss) -> Value {
+    json!({
+        "vmrss_bytes": r.total,
+        "anon_bytes": r.anon,
+        "file_bytes": r.file,
+        "vmhwm_bytes": r.peak,
+    })
+}
+
+fn report_json(r: &Report) -> Value {
+    let l = &r.load;
+    let t = &l.tally;
+    let per_core = |s: Option<f64>| s.map(|s| s / l.window_s);
+    json!({
+        "target": r.target,
+        "addr": r.addr.to_string(),
+        "query_files": r.files.iter().zip(&r.per_file).map(|((p, n), lat)| json!({
+            "path": p,
+            "queries": n,
+            "latency": latency_json(lat),
+        })).collect::<Vec<_>>(),
+        "queries": r.queries,
+        "concurrency": r.concurrency,
+        "warmup_s": r.warmup_s,
+        "window_s": l.window_s,
+        "top_k": r.top_k,
+        "paths": r.paths,
+        "nproc": r.nproc,
+        "load_average_before": r.load_before,
+        "load_average_after": r.load_after,
+        "requests": r.requests,
+        "errors": t.errors,
+        "error_kinds": t.error_kinds,
+        "non_200": r.non_200,
+        "statuses": t.statuses.iter().map(|(s, n)| (s.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+        "throughput_rps": r.rps,
+        "target_rps": TARGET_RPS,
+        "ok": r.rps >= TARGET_RPS,
+        "latency": latency_json(&r.all),
+        "server_timings_sample": {
+            "every": SAMPLE_EVERY,
+            "count": r.samples,
+            "total_p50_ms": r.server_total_ms.0,
+            "total_p99_ms": r.server_total_ms.1,
+            "execute_p50_ms": r.server_execute_ms,
+            "with_answers": r.sampled_with_answers,
+        },
+        "response_body_mean_bytes": t.body_bytes as f64 / r.requests.max(1) as f64,
+        "connections_opened": t.connects,
+        "connections_closed_by_server": t.server_closes,
+        "warmup_responses": t.warmup_responses,
+        "errors_outside_window": t.errors_outside,
+        "drain_ms": l.drain_ms,
+        "cpu_cores_busy": {
+            "server": per_core(l.cpu_server_s),
+            "kgbox_load": per_core(l.cpu_load_s),
+            "machine": per_core(l.cpu_machine_busy_s),
+            "machine_total_s": l.cpu_machine_total_s,
+        },
+        "server_rss_ready": r.rss_ready.as_ref().map(rss_json),
+        "server_rss_end": r.rss_end.as_ref().map(rss_json),
+        "setup": r.setup.map(|(pack, install, ready)| json!({
+            "pack_s": pack,
+            "install_s": install,
+            "ready_ms": ready,
+        })),
+        "stopped_by_sigterm": r.stopped_by_sigterm,
+    })
+}
+
+fn run(args: Args) -> Result<()> {
+    let load_before = load_average();
+    let files = args
+        .queries
+        .iter()
+        .map(|p| read_query_file(p))
+        .collect::<Result<Vec<_>>>()?;
+    let (addr, mut started) = match (&args.url, &args.kb) {
+        (Some(url), _) => {
+            let addr = parse_url(url)?;
+            match http::get(addr, "/readyz", Duration::from_secs(5)) {
+                Ok((200, _)) => {}
+                Ok((status, _)) => bail!("{url}/readyz answered {status}, not 200"),
+                Err(e) => bail!("cannot reach {url}/readyz: {e}"),
+            }
+            (addr, None)
+        }
+        (None, Some(kb)) => {
+            let kgbox = find_kgbox(args.kgbox.clone())?;
+            let (addr, s) = start_server(kb, kgbox, args.concurrency)?;
+            (addr, Some(s))
+        }
+        (None, None) => bail!("give --kb or --url"),
+    };
+    let host = addr.to_string();
+    let queries = build_requests(&files, &host, args.top_k, !args.no_paths)?;
+    let load = run_load(&args, addr, &queries, files.len(), &mut started)?;
+    let rss_end = match &started {
+        Some(s) => Some(proc::rss(s.pid)?),
+        None => None,
+    };
+    let mut r = report(
+        &args,
+        addr,
+        &files,
+        load,
+        started.as_ref(),
+        rss_end,
+        load_before,
+    );
+    if let Some(mut s) = started.take() {
+        let (status, graceful) = s.server.stop()?;
+        r.stopped_by_sigterm = Some(graceful);
+        if graceful && !status.success() {
+            bail!(
+                "kgbox serve exited with {status} on SIGTERM; its log:\n{}",
+                s.server.log_tail()
+            );
+        }
+        let Started { work, .. } = s;
+        work.close().context("removing the temporary directory")?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report_json(&r))?);
+    } else {
+        print!("{}", markdown(&r));
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    proc::catch_interrupts();
+    match run(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("kgbox-load: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let ok = |u: &str| parse_url(u).expect(u).to_string();
+        assert_eq!(ok("http://127.0.0.1:8080"), "127.0.0.1:8080");
+        assert_eq!(ok("http://127.0.0.1:8080/"), "127.0.0.1:8080");
+        assert_eq!(ok("http://localhost:9"), "127.0.0.1:9");
+        assert_eq!(ok("http://[::1]:8080"), "[::1]:8080");
+        assert_eq!(ok("http://127.1.2.3"), "127.1.2.3:80");
+        for bad in [
+            "https://127.0.0.1:8080",
+            "http://10.0.0.1:8080",
+            "http://0.0.0.0:8080",
+            "http://example.com:8080",
+            "http://127.0.0.1:8080/v1/query",
+            "http://user@127.0.0.1:8080",
+            "http://[::1",
+            "http://127.0.0.1:http",
+            "127.0.0.1:8080",
+        ] {
+            assert!(parse_url(bad).is_err(), "{bad} was accepted");
+        }
+    }
+
+    #[test]
+    fn requests_are_json() {
+        let files = vec![
+            QueryFile {
+                path: "a".into(),
+                dsl: vec![r#""Joel \"Z\"" -> directed_by_inv"#.into()],
+            },
+            QueryFile {
+                path: "b".into(),
+                dsl: vec!["x".into(), "y".into()],
+            },
+        ];
+        let q = build_requests(&files, "127.0.0.1:1", 10, true).expect("requests");
+        assert_eq!(q.len(), 3);
+        let one = q.iter().find(|q| q.file == 0).expect("file 0");
+        let text = String::from_utf8(one.request.clone()).expect("utf-8");
+        let (_, body) = text.split_once("\r\n\r\n").expect("head");
+        let v: Value = serde_json::from_str(body).expect("json");
+        assert_eq!(v["query"], r#""Joel \"Z\"" -> directed_by_inv"#);
+        assert_eq!(v["top_k"], 10);
+        assert!(text.contains(&format!("Content-Length: {}\r\n", body.len())));
+    }
+
+    #[test]
+    fn percentiles() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile(&v, 50.0), 50);
+        assert_eq!(percentile(&v, 99.0), 99);
+        assert_eq!(percentile(&v, 100.0), 100);
+        assert_eq!(percentile(&[7], 95.0), 7);
+        assert_eq!(percentile(&[], 50.0), 0);
+    }
+}

@@ -1,0 +1,9 @@
+//! Code shared by the benchmark binaries `kgbox-perf` and `kgbox-load`:
+//! child processes and resident memory ([`proc`]), a one-shot HTTP client
+//! and readiness polling ([`http`]), packing and installing a bundle
+//! ([`measure`]), and a keep-alive HTTP/1.1 client for load ([`keepalive`]).
+
+pub mod http;
+pub mod keepalive;
+pub mod measure;
+pub mod proc;
