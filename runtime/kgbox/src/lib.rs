@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod demo;
+pub mod dense;
 pub mod entity;
 pub mod error;
 pub mod http;

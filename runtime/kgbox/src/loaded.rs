@@ -128,6 +128,11 @@ impl LoadedBundle {
         self.backing.len()
     }
 
+    /// The bytes of a section of the image (`None` when it has none).
+    pub fn section(&self, name: &str) -> Option<&[u8]> {
+        self.view.section(&self.backing, name)
+    }
+
     /// Typed views of the graph (cheap: a few slice casts).
     pub fn kg(&self) -> Result<Kg<'_>, BundleError> {
         let bytes: &[u8] = &self.backing;

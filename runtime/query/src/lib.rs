@@ -9,6 +9,8 @@
 
 pub mod ast;
 pub mod bind;
+#[cfg(feature = "dense")]
+pub mod dense;
 pub mod diag;
 pub mod exec;
 pub mod fuzzy;

@@ -18,6 +18,11 @@
 //!    2 from 8 on, never more than [`LinkOptions::max_distance`]. At most
 //!    [`MAX_FUZZY_KEYS`] keys are collected (in the index's byte order), and
 //!    mentions longer than [`MAX_FUZZY_CHARS`] characters are not tried.
+//! 4. **dense** (only through [`link_mention_dense`] and [`link_text_dense`],
+//!    with the `dense` feature, and only when the bundle holds a dense index
+//!    and its encoder): the mention, as written, is embedded with the
+//!    bundle's sentence encoder and its [`LinkOptions::top_m`] nearest entity
+//!    names are the candidates (see [`crate::dense`]).
 //!
 //! # Probabilities
 //!
@@ -41,6 +46,11 @@
 //! then cut to [`LinkOptions::top_m`] (by probability, ties by name, then id)
 //! *without* renormalizing, so a cut list sums to less than 1: the mass of the
 //! entities left out is not handed to the ones kept.
+//!
+//! In the dense stage Eq. 1 is applied as defined, to the Euclidean distance
+//! `d = sqrt(2 - 2·cos)` between the unit embeddings of the mention and of
+//! the entity's name, over the `top_m` nearest entities only, so those
+//! probabilities sum to 1.
 //!
 //! # Mentions in text
 //!
@@ -88,6 +98,8 @@ pub enum Method {
     Alias,
     /// A name or alias within a small edit distance of the mention.
     Fuzzy,
+    /// A nearest neighbour of the mention's embedding in the dense index.
+    Dense,
 }
 
 /// One entity a mention may refer to.
@@ -99,8 +111,12 @@ pub struct Candidate {
     pub probability: f32,
     pub method: Method,
     /// Levenshtein distance, in characters, between the normalized mention
-    /// and the matched index key (0 for exact and alias matches).
+    /// and the matched index key (0 for exact, alias and dense matches).
     pub distance: u32,
+    /// Dense stage only: Euclidean distance between the unit embeddings of
+    /// the mention and of the entity's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedding_distance: Option<f32>,
 }
 
 /// A mention found in text, with its candidates.
@@ -130,6 +146,9 @@ pub struct LinkOptions {
     pub max_distance: u32,
     /// Longest run of words tried as one mention outside brackets.
     pub max_mention_tokens: usize,
+    /// Whether to run the dense stage (when a dense index is given) when the
+    /// lexical stages find nothing.
+    pub dense: bool,
 }
 
 impl Default for LinkOptions {
@@ -139,6 +158,7 @@ impl Default for LinkOptions {
             fuzzy: true,
             max_distance: 2,
             max_mention_tokens: 12,
+            dense: true,
         }
     }
 }
@@ -191,6 +211,7 @@ fn from_postings(kg: &Kg<'_>, postings: &[Posting], opts: &LinkOptions) -> Vec<C
                     probability: p,
                     method,
                     distance: 0,
+                    embedding_distance: None,
                 })
             })
             .collect();
@@ -262,6 +283,7 @@ fn fuzzy(kg: &Kg<'_>, key: &str, opts: &LinkOptions) -> Vec<Candidate> {
                 probability: w / total,
                 method: Method::Fuzzy,
                 distance,
+                embedding_distance: None,
             })
         })
         .collect();
@@ -393,6 +415,75 @@ impl fst::Automaton for EditAutomaton<'_> {
 ///   ends before the apostrophe). Runs made only of [`STOPWORDS`] and
 ///   single words shorter than [`MIN_WORD_CHARS`] are skipped.
 pub fn link_text(kg: &Kg<'_>, text: &str, opts: &LinkOptions) -> Vec<Mention> {
+    let never: Result<_, std::convert::Infallible> =
+        link_text_with(kg, text, opts, |m| Ok(link_mention(kg, m, opts)));
+    match never {
+        Ok(mentions) => mentions,
+        Err(e) => match e {},
+    }
+}
+
+/// [`link_mention`], then, when it finds nothing, the dense stage (see the
+/// module docs) if `dense` is given and [`LinkOptions::dense`] is set.
+#[cfg(feature = "dense")]
+pub fn link_mention_dense(
+    kg: &Kg<'_>,
+    dense: Option<&crate::dense::Dense<'_>>,
+    mention: &str,
+    opts: &LinkOptions,
+) -> Result<Vec<Candidate>, crate::dense::DenseError> {
+    let found = link_mention(kg, mention, opts);
+    let Some(dense) = dense else {
+        return Ok(found);
+    };
+    if !found.is_empty() || !opts.dense || opts.top_m == 0 || normalize(mention).is_empty() {
+        return Ok(found);
+    }
+    let query = dense.encoder.embed(&[mention])?.pop().unwrap_or_default();
+    let hits: Vec<(u32, f32)> = dense
+        .index
+        .nearest(&query, opts.top_m)
+        .into_iter()
+        .filter(|&(e, _)| kg.entity_name(e).is_some())
+        .collect();
+    let distances: Vec<f32> = hits.iter().map(|h| h.1).collect();
+    let probabilities = crate::dense::eq1(&distances);
+    let candidates = hits
+        .iter()
+        .zip(probabilities)
+        .filter_map(|(&(entity, d), p)| {
+            Some(Candidate {
+                entity,
+                name: kg.entity_name(entity)?.to_string(),
+                probability: p,
+                method: Method::Dense,
+                distance: 0,
+                embedding_distance: Some(d),
+            })
+        })
+        .collect();
+    Ok(rank(candidates, opts.top_m))
+}
+
+/// [`link_text`] with the dense stage for bracketed mentions (see
+/// [`link_mention_dense`]). Mentions outside brackets are still found by
+/// exact and alias matches only.
+#[cfg(feature = "dense")]
+pub fn link_text_dense(
+    kg: &Kg<'_>,
+    dense: Option<&crate::dense::Dense<'_>>,
+    text: &str,
+    opts: &LinkOptions,
+) -> Result<Vec<Mention>, crate::dense::DenseError> {
+    link_text_with(kg, text, opts, |m| link_mention_dense(kg, dense, m, opts))
+}
+
+fn link_text_with<E>(
+    kg: &Kg<'_>,
+    text: &str,
+    opts: &LinkOptions,
+    mut link_one: impl FnMut(&str) -> Result<Vec<Candidate>, E>,
+) -> Result<Vec<Mention>, E> {
     let mut mentions = Vec::new();
     let mut plain_from = 0;
     for (open, close) in brackets(text) {
@@ -404,13 +495,13 @@ pub fn link_text(kg: &Kg<'_>, text: &str, opts: &LinkOptions) -> Vec<Mention> {
                 start,
                 end,
                 bracketed: true,
-                candidates: link_mention(kg, &text[start..end], opts),
+                candidates: link_one(&text[start..end])?,
             });
         }
         plain_from = close + 1;
     }
     scan_plain(kg, text, plain_from, text.len(), opts, &mut mentions);
-    mentions
+    Ok(mentions)
 }
 
 /// Byte offsets of `[` and its `]` for each bracketed span, innermost `[`

@@ -83,7 +83,10 @@ pub fn link(cfg: &Config, text: &str, top_m: usize, json: bool) -> Result<()> {
         top_m,
         ..Default::default()
     };
-    let mentions = kgbox_query::link::link_text(&kg, text, &opts);
+    let encoder = kgbox::dense::load_encoder(&bundle)
+        .map_err(|e| anyhow::anyhow!("cannot load the bundle's entity encoder: {e}"))?;
+    let mentions = kgbox::dense::link_text(&bundle, &kg, encoder.as_ref(), text, &opts)
+        .map_err(|e| anyhow::anyhow!(e))?;
     if json {
         println!("{}", serde_json::to_string_pretty(&mentions)?);
         return Ok(());
@@ -103,9 +106,13 @@ pub fn link(cfg: &Config, text: &str, top_m: usize, json: bool) -> Result<()> {
             println!("    no matching entity");
         }
         for c in &m.candidates {
+            let distance = match c.embedding_distance {
+                Some(d) => format!("embedding distance {d:.3}"),
+                None => format!("distance {}", c.distance),
+            };
             println!(
-                "    {:.3}  {}  (#{}, {:?}, distance {})",
-                c.probability, c.name, c.entity, c.method, c.distance
+                "    {:.3}  {}  (#{}, {:?}, {distance})",
+                c.probability, c.name, c.entity, c.method
             );
         }
     }

@@ -42,6 +42,28 @@ pub fn run(cfg: Config, started: Instant) -> Result<()> {
             cfg.data_dir.display()
         ),
     };
+    let encoder = if kgbox::dense::has_encoder(&bundle) {
+        let t = Instant::now();
+        match kgbox::dense::load_encoder(&bundle) {
+            Ok(Some(e)) => {
+                tracing::info!(
+                    load_ms = t.elapsed().as_secs_f64() * 1e3,
+                    "loaded the bundle's entity encoder (dense linking on)"
+                );
+                Some(Arc::new(e))
+            }
+            Ok(None) => {
+                tracing::warn!("the bundle carries an entity encoder but this build has no `dense` feature: linking stays lexical");
+                None
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot load the bundle's entity encoder: linking stays lexical");
+                None
+            }
+        }
+    } else {
+        None
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -59,6 +81,7 @@ pub fn run(cfg: Config, started: Instant) -> Result<()> {
             startup_seconds: started.elapsed().as_secs_f64(),
             query: cfg.query.clone(),
             request_timeout: std::time::Duration::from_millis(cfg.http.request_timeout_ms),
+            encoder,
         });
         state.ready.store(true, Ordering::Release);
         tracing::info!(%addr, startup_ms = state.startup_seconds * 1e3, "listening on http://{addr}");

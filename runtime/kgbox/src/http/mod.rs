@@ -35,6 +35,8 @@ pub struct AppState {
     pub query: QueryConfig,
     /// Queries stop at this age (the HTTP timeout).
     pub request_timeout: Duration,
+    /// The bundle's sentence encoder, when it carries one (dense linking).
+    pub encoder: Option<Arc<crate::dense::Encoder>>,
 }
 
 /// A JSON error: `{"error": {"code": ..., "message": ...}}`.

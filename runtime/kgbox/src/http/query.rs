@@ -10,7 +10,7 @@ use axum::Json;
 use kgbox_bundle::Kg;
 use kgbox_query::ast::{EntityRef, Span};
 use kgbox_query::exec::Triple;
-use kgbox_query::link::{link_text, LinkOptions};
+use kgbox_query::link::LinkOptions;
 use kgbox_query::retrieve::{retrieve, RetrieveOptions, MAX_HOPS};
 use kgbox_query::{DiagKind, Diagnostic, ExecError, QueryError};
 use serde::{Deserialize, Serialize};
@@ -186,6 +186,8 @@ pub struct LinkRequest {
     pub top_m: Option<usize>,
     /// Allow the fuzzy stage for bracketed mentions.
     pub fuzzy: Option<bool>,
+    /// Allow the dense stage for bracketed mentions (when the bundle has a dense index).
+    pub dense: Option<bool>,
 }
 
 /// Longest text `/v1/link` accepts, bytes.
@@ -217,11 +219,22 @@ pub async fn link(
     if let Some(f) = req.fuzzy {
         opts.fuzzy = f;
     }
+    if let Some(d) = req.dense {
+        opts.dense = d;
+    }
     let kg = kg_of(&state)?;
     let t = Instant::now();
-    let mentions = link_text(&kg, &req.text, &opts);
+    let mentions = crate::dense::link_text(
+        &state.bundle,
+        &kg,
+        state.encoder.as_deref(),
+        &req.text,
+        &opts,
+    )
+    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "dense_link_failed", e))?;
     Ok(Json(json!({
         "mentions": mentions,
+        "dense": state.encoder.is_some(),
         "timings_ms": {"link": ms(t.elapsed())},
     })))
 }

