@@ -17,7 +17,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Parser;
 
 use kgbox_benches::{measure, proc};
@@ -50,28 +50,6 @@ struct Args {
 /// How many distinct heads to cycle through for entity lookups.
 const ENTITY_SAMPLE: usize = 300;
 
-fn find_kgbox(explicit: Option<PathBuf>) -> Result<PathBuf> {
-    if let Some(p) = explicit {
-        if !p.is_file() {
-            bail!("--kgbox {}: no such file", p.display());
-        }
-        return Ok(p);
-    }
-    let exe = std::env::current_exe().context("cannot find this executable's path")?;
-    let dir = exe
-        .parent()
-        .context("this executable has no parent directory")?;
-    let kgbox = dir.join("kgbox");
-    if !kgbox.is_file() {
-        bail!(
-            "the `kgbox` binary is not in {} (it must sit next to kgbox-perf); \
-             run `cargo build --release -p kgbox` first (same profile as kgbox-perf)",
-            dir.display()
-        );
-    }
-    Ok(kgbox)
-}
-
 /// The 1-, 5- and 15-minute load averages, as `/proc/loadavg` gives them.
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
@@ -84,7 +62,7 @@ fn step(msg: &str) {
 }
 
 fn run(args: Args) -> Result<()> {
-    let kgbox = find_kgbox(args.kgbox)?;
+    let kgbox = proc::find_kgbox(args.kgbox, "kgbox-perf")?;
     let load_before = load_average();
     let kb: &Path = &args.kb;
     let runs = args.runs as usize;

@@ -206,3 +206,27 @@ pub fn rss(pid: u32) -> Result<Rss> {
         peak: field("VmHWM")?,
     })
 }
+
+/// The `kgbox` binary: `explicit` when given, else the one next to this
+/// executable (`tool` names the caller in the error).
+pub fn find_kgbox(explicit: Option<std::path::PathBuf>, tool: &str) -> Result<std::path::PathBuf> {
+    if let Some(p) = explicit {
+        if !p.is_file() {
+            bail!("--kgbox {}: no such file", p.display());
+        }
+        return Ok(p);
+    }
+    let exe = std::env::current_exe().context("cannot find this executable's path")?;
+    let dir = exe
+        .parent()
+        .context("this executable has no parent directory")?;
+    let kgbox = dir.join("kgbox");
+    if !kgbox.is_file() {
+        anyhow::bail!(
+            "the `kgbox` binary is not in {} (it must sit next to {tool}); \
+             run `cargo build --release -p kgbox` first (same profile as {tool})",
+            dir.display()
+        );
+    }
+    Ok(kgbox)
+}

@@ -96,28 +96,6 @@ fn step(msg: &str) {
     eprintln!("kgbox-load: {msg}");
 }
 
-fn find_kgbox(explicit: Option<PathBuf>) -> Result<PathBuf> {
-    if let Some(p) = explicit {
-        if !p.is_file() {
-            bail!("--kgbox {}: no such file", p.display());
-        }
-        return Ok(p);
-    }
-    let exe = std::env::current_exe().context("cannot find this executable's path")?;
-    let dir = exe
-        .parent()
-        .context("this executable has no parent directory")?;
-    let kgbox = dir.join("kgbox");
-    if !kgbox.is_file() {
-        bail!(
-            "the `kgbox` binary is not in {} (it must sit next to kgbox-load); \
-             run `cargo build --release -p kgbox` first (same profile as kgbox-load)",
-            dir.display()
-        );
-    }
-    Ok(kgbox)
-}
-
 /// `http://HOST[:PORT][/]` with HOST a loopback IP literal or `localhost`.
 fn parse_url(url: &str) -> Result<SocketAddr> {
     let Some(rest) = url.strip_prefix("http://") else {
@@ -1010,7 +988,7 @@ fn run(args: Args) -> Result<()> {
             (addr, None)
         }
         (None, Some(kb)) => {
-            let kgbox = find_kgbox(args.kgbox.clone())?;
+            let kgbox = proc::find_kgbox(args.kgbox.clone(), "kgbox-load")?;
             let (addr, s) = start_server(kb, kgbox, args.concurrency)?;
             (addr, Some(s))
         }

@@ -94,6 +94,27 @@ pub fn write_image<R: Read + Seek, W: Write>(
     Ok(plan)
 }
 
+/// Verifies a whole bundle held in memory (signature, known sections,
+/// stored hashes and limits, raw hashes) and builds its image in memory.
+pub fn from_bundle_bytes(
+    bytes: &[u8],
+    keys: &crate::TrustedKeys,
+    limits: &Limits,
+) -> Result<AlignedBytes> {
+    let mut reader = BundleReader::open(std::io::Cursor::new(bytes))?;
+    reader.verify_signature(keys)?;
+    crate::sections::check_known(reader.prefix())?;
+    reader.check_stored(limits, crate::sections::include_in_image)?;
+    let mut out = Vec::new();
+    write_image(
+        &mut reader,
+        limits,
+        crate::sections::include_in_image,
+        &mut out,
+    )?;
+    Ok(AlignedBytes::from_slice(&out))
+}
+
 /// A validated view of image bytes (mapped or owned).
 #[derive(Debug, Clone)]
 pub struct ImageView {

@@ -2,12 +2,11 @@
 //! memory (the built-in demo), with its sections validated once at load.
 
 use std::fs::File;
-use std::io::Cursor;
 use std::path::{Path, PathBuf};
 
 use kgbox_bundle::sections::include_in_image;
 use kgbox_bundle::{
-    image, AlignedBytes, BundleError, BundleReader, ImageView, Kg, Limits, Manifest, TrustedKeys,
+    image, AlignedBytes, BundleError, ImageView, Kg, Limits, Manifest, TrustedKeys,
 };
 use memmap2::Mmap;
 
@@ -93,16 +92,8 @@ impl LoadedBundle {
         limits: &Limits,
         source: Source,
     ) -> Result<LoadedBundle> {
-        let mut reader = BundleReader::open(Cursor::new(bytes))?;
-        reader.verify_signature(keys)?;
-        kgbox_bundle::sections::check_known(reader.prefix())?;
-        reader.check_stored(limits, include_in_image)?;
-        let mut out = Vec::new();
-        image::write_image(&mut reader, limits, include_in_image, &mut out)?;
-        Ok(LoadedBundle::from_backing(
-            Backing::Owned(AlignedBytes::from_slice(&out)),
-            source,
-        )?)
+        let image = image::from_bundle_bytes(bytes, keys, limits)?;
+        Ok(LoadedBundle::from_backing(Backing::Owned(image), source)?)
     }
 
     fn from_backing(backing: Backing, source: Source) -> Result<LoadedBundle, BundleError> {

@@ -2,12 +2,9 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::Cursor;
 
 use kgbox_bundle::sections::include_in_image;
-use kgbox_bundle::{
-    image, AlignedBytes, BundleReader, ImageView, Kg, Limits, PublicKey, TrustedKeys,
-};
+use kgbox_bundle::{image, AlignedBytes, ImageView, Kg, Limits, PublicKey, TrustedKeys};
 use kgbox_query::ast::{EntityRef, Query, RelationRef, Span};
 use kgbox_query::bind::bind;
 use kgbox_query::exec::{execute, ExecError, ExecOptions};
@@ -23,12 +20,7 @@ struct Image {
 
 fn demo() -> Image {
     let keys = TrustedKeys::new(vec![PublicKey::parse(DEMO_KEY).unwrap()]);
-    let mut r = BundleReader::open(Cursor::new(DEMO)).unwrap();
-    r.verify_all(&keys, &Limits::default(), include_in_image)
-        .unwrap();
-    let mut out = Vec::new();
-    image::write_image(&mut r, &Limits::default(), include_in_image, &mut out).unwrap();
-    let bytes = AlignedBytes::from_slice(&out);
+    let bytes = image::from_bundle_bytes(DEMO, &keys, &Limits::default()).unwrap();
     let view = ImageView::parse(&bytes, include_in_image).unwrap();
     Image { bytes, view }
 }

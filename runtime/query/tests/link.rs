@@ -3,14 +3,11 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
-use std::io::Cursor;
 
 use kgbox_bundle::kg::{encode, POSTINGS_LIST, POSTING_ALIAS};
 use kgbox_bundle::normalize::normalize;
 use kgbox_bundle::sections::{self as s, include_in_image};
-use kgbox_bundle::{
-    image, AlignedBytes, BundleReader, ImageView, Kg, Limits, PublicKey, TrustedKeys,
-};
+use kgbox_bundle::{image, AlignedBytes, ImageView, Kg, Limits, PublicKey, TrustedKeys};
 use kgbox_query::link::{link_mention, link_text, Candidate, LinkOptions, Mention, Method};
 use proptest::prelude::*;
 
@@ -20,12 +17,7 @@ const DEMO_KEY: &str = include_str!("../../../demo/DEMO-ONLY.pub");
 /// The demo bundle, verified and installed as an image in memory.
 fn demo_image() -> (AlignedBytes, ImageView) {
     let keys = TrustedKeys::new(vec![PublicKey::parse(DEMO_KEY).unwrap()]);
-    let mut r = BundleReader::open(Cursor::new(DEMO)).unwrap();
-    r.verify_all(&keys, &Limits::default(), include_in_image)
-        .unwrap();
-    let mut out = Vec::new();
-    image::write_image(&mut r, &Limits::default(), include_in_image, &mut out).unwrap();
-    let img = AlignedBytes::from_slice(&out);
+    let img = image::from_bundle_bytes(DEMO, &keys, &Limits::default()).unwrap();
     let view = ImageView::parse(&img, include_in_image).unwrap();
     (img, view)
 }
