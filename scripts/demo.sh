@@ -81,11 +81,23 @@ until curl -fsS -o /dev/null "$base/readyz" 2>/dev/null; do
 done
 echo "demo.sh: ready"
 
+show() {
+  if command -v python3 >/dev/null 2>&1 && pretty=$(printf '%s' "$1" | python3 -m json.tool 2>/dev/null); then
+    printf '%s\n' "$pretty"
+  else
+    printf '%s\n' "$1"
+  fi
+}
+
 echo
 echo "GET $QUESTION"
 answer=$(curl -fsS "$base$QUESTION")
-if command -v python3 >/dev/null 2>&1 && pretty=$(printf '%s' "$answer" | python3 -m json.tool 2>/dev/null); then
-  printf '%s\n' "$pretty"
-else
-  printf '%s\n' "$answer"
-fi
+show "$answer"
+
+# A question in the query language: who directed Blade Runner? The answer
+# carries the triples that support it.
+QUERY='{"query": "\"Blade Runner\" -> directed_by", "top_k": 3}'
+echo
+echo "POST /v1/query $QUERY"
+answer=$(curl -fsS -H 'content-type: application/json' -d "$QUERY" "$base/v1/query")
+show "$answer"
