@@ -2,8 +2,7 @@
 //! relation tables, forward and reverse CSR grouped by relation, aliases and
 //! the lexical `fst` index.
 
-use kgbox_bundle::kg::{encode, MAX_ENTITIES, POSTINGS_LIST, POSTING_ALIAS};
-use kgbox_bundle::normalize::normalize;
+use kgbox_bundle::kg::{encode, MAX_ENTITIES};
 use kgbox_bundle::sections as s;
 use kgbox_bundle::KgStats;
 
@@ -140,38 +139,9 @@ pub fn build(raw: RawKg) -> Result<BuiltKg, BuildError> {
     sections.push((s::ALIAS_NAMES, b));
 
     // Lexical index: normalized key → postings (a name wins over an alias of the same entity).
-    let mut keys: Vec<(String, u32)> = Vec::with_capacity(n + aliases.len());
-    for (id, name) in entities.iter().enumerate() {
-        keys.push((normalize(name), id as u32));
-    }
-    for (e, a) in &aliases {
-        keys.push((normalize(a), e | POSTING_ALIAS));
-    }
-    keys.retain(|(k, _)| !k.is_empty());
-    keys.sort_unstable_by(|a, b| {
-        (&a.0, a.1 & !POSTING_ALIAS, a.1).cmp(&(&b.0, b.1 & !POSTING_ALIAS, b.1))
-    });
-    keys.dedup_by(|later, earlier| {
-        later.0 == earlier.0 && (later.1 & !POSTING_ALIAS) == (earlier.1 & !POSTING_ALIAS)
-    });
-    let mut builder = fst::MapBuilder::memory();
-    let mut postings: Vec<u32> = Vec::new();
-    let mut i = 0;
-    while i < keys.len() {
-        let j = i + keys[i..].iter().take_while(|k| k.0 == keys[i].0).count();
-        let value = if j - i == 1 {
-            u64::from(keys[i].1)
-        } else {
-            let at = postings.len() as u64;
-            postings.push((j - i) as u32);
-            postings.extend(keys[i..j].iter().map(|k| k.1));
-            POSTINGS_LIST + at
-        };
-        builder.insert(&keys[i].0, value)?;
-        i = j;
-    }
-    sections.push((s::INDEX_FST, builder.into_inner()?));
-    sections.push((s::INDEX_POSTINGS, encode::u32s(&postings)));
+    let (index, postings) = encode::lexical_index(&entities, &aliases)?;
+    sections.push((s::INDEX_FST, index));
+    sections.push((s::INDEX_POSTINGS, postings));
 
     Ok(BuiltKg {
         sections,

@@ -72,12 +72,8 @@ enum Command {
         include_anchors: bool,
         #[arg(long)]
         json: bool,
-        /// Query this bundle file instead of the active one.
-        #[arg(long)]
-        bundle: Option<PathBuf>,
-        /// Trusted key for --bundle (file or inline); default: the config's keys.
-        #[arg(long)]
-        trust: Vec<String>,
+        #[command(flatten)]
+        source: cmd::BundleArgs,
     },
     /// Find entity mentions in text (`[bracketed]` mentions are taken as given).
     Link {
@@ -114,10 +110,8 @@ enum EvalCommand {
         limit: Option<usize>,
         #[arg(long)]
         json: bool,
-        #[arg(long)]
-        bundle: Option<PathBuf>,
-        #[arg(long)]
-        trust: Vec<String>,
+        #[command(flatten)]
+        source: cmd::BundleArgs,
     },
 }
 
@@ -147,8 +141,7 @@ fn run(started: Instant) -> Result<()> {
             paths,
             include_anchors,
             json,
-            bundle,
-            trust,
+            source,
         } => cmd::query::run(
             &cfg,
             &cmd::query::QueryArgs {
@@ -157,8 +150,7 @@ fn run(started: Instant) -> Result<()> {
                 paths,
                 include_anchors,
                 json,
-                bundle,
-                trust,
+                source,
             },
         ),
         Command::Link { text, top_m, json } => cmd::query::link(&cfg, &text, top_m, json),
@@ -166,16 +158,14 @@ fn run(started: Instant) -> Result<()> {
             file,
             limit,
             json,
-            bundle,
-            trust,
+            source,
         }) => cmd::eval::queries(
             &cfg,
             &cmd::eval::EvalArgs {
                 file,
                 limit,
                 json,
-                bundle,
-                trust,
+                source,
             },
         ),
         Command::Entity {

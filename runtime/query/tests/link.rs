@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use kgbox_bundle::kg::{encode, POSTINGS_LIST, POSTING_ALIAS};
+use kgbox_bundle::kg::encode;
 use kgbox_bundle::normalize::normalize;
 use kgbox_bundle::sections::{self as s, include_in_image};
 use kgbox_bundle::{image, AlignedBytes, ImageView, Kg, Limits, PublicKey, TrustedKeys};
@@ -51,33 +51,7 @@ fn tiny_sections(
         owners[i + 1] += owners[i];
     }
 
-    let mut keys: Vec<(String, u32)> = names
-        .iter()
-        .enumerate()
-        .map(|(i, name)| (normalize(name), i as u32))
-        .chain(als.iter().map(|(e, a)| (normalize(a), e | POSTING_ALIAS)))
-        .filter(|(k, _)| !k.is_empty())
-        .collect();
-    keys.sort_unstable_by(|a, b| {
-        (&a.0, a.1 & !POSTING_ALIAS, a.1).cmp(&(&b.0, b.1 & !POSTING_ALIAS, b.1))
-    });
-    keys.dedup_by(|l, e| l.0 == e.0 && (l.1 & !POSTING_ALIAS) == (e.1 & !POSTING_ALIAS));
-    let mut builder = fst::MapBuilder::memory();
-    let mut postings: Vec<u32> = Vec::new();
-    let mut i = 0;
-    while i < keys.len() {
-        let j = i + keys[i..].iter().take_while(|k| k.0 == keys[i].0).count();
-        let value = if j - i == 1 {
-            u64::from(keys[i].1)
-        } else {
-            let at = postings.len() as u64;
-            postings.push((j - i) as u32);
-            postings.extend(keys[i..j].iter().map(|k| k.1));
-            POSTINGS_LIST + at
-        };
-        builder.insert(&keys[i].0, value).unwrap();
-        i = j;
-    }
+    let (index, postings) = encode::lexical_index(&names, &als).unwrap();
 
     let mut out: Vec<(&'static str, Vec<u8>)> = Vec::new();
     let (o, b) = encode::string_table(&names);
@@ -100,8 +74,8 @@ fn tiny_sections(
         out.push((rel, Vec::new()));
         out.push((other, Vec::new()));
     }
-    out.push((s::INDEX_FST, builder.into_inner().unwrap()));
-    out.push((s::INDEX_POSTINGS, encode::u32s(&postings)));
+    out.push((s::INDEX_FST, index));
+    out.push((s::INDEX_POSTINGS, postings));
     out.into_iter()
         .map(|(name, bytes)| (name, AlignedBytes::from_slice(&bytes)))
         .collect()

@@ -12,8 +12,7 @@ pub struct EvalArgs {
     pub file: PathBuf,
     pub limit: Option<usize>,
     pub json: bool,
-    pub bundle: Option<PathBuf>,
-    pub trust: Vec<String>,
+    pub source: super::BundleArgs,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -74,7 +73,7 @@ fn read_gold(path: &Path) -> Result<Vec<(usize, String, HashSet<String>)>> {
 }
 
 pub fn queries(cfg: &Config, args: &EvalArgs) -> Result<()> {
-    let bundle = super::load_bundle(cfg, args.bundle.as_deref(), &args.trust)?;
+    let bundle = super::load_bundle(cfg, &args.source)?;
     let kg = bundle.kg()?;
     let mut gold = read_gold(&args.file)?;
     if let Some(n) = args.limit {

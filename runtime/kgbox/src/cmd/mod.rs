@@ -7,19 +7,29 @@ pub mod serve;
 pub mod status;
 pub mod verify;
 
-use std::path::Path;
-
 use anyhow::{Context, Result};
 use kgbox::config::parse_key_ref;
 use kgbox::loaded::Source;
 use kgbox::{install as inst, Config, LoadedBundle};
 use kgbox_bundle::TrustedKeys;
 
+/// `--bundle FILE [--trust KEY]...`: work on a bundle file instead of the
+/// active slot.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct BundleArgs {
+    /// Use this bundle file instead of the active one.
+    #[arg(long)]
+    pub bundle: Option<std::path::PathBuf>,
+    /// Trusted key for --bundle (file or inline); default: the config's keys.
+    #[arg(long)]
+    pub trust: Vec<String>,
+}
+
 /// The bundle a command works on: `--bundle FILE` (verified against `--trust`
 /// keys or the config's), else the active slot, else the demo.
-pub fn load_bundle(cfg: &Config, bundle: Option<&Path>, trust: &[String]) -> Result<LoadedBundle> {
-    if let Some(path) = bundle {
-        let keys = trusted_keys(cfg, trust)?;
+pub fn load_bundle(cfg: &Config, source: &BundleArgs) -> Result<LoadedBundle> {
+    if let Some(path) = source.bundle.as_deref() {
+        let keys = trusted_keys(cfg, &source.trust)?;
         let bytes =
             std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
         return LoadedBundle::from_bundle_bytes(

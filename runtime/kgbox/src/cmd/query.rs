@@ -1,7 +1,5 @@
 //! `kgbox query`.
 
-use std::path::PathBuf;
-
 use anyhow::Result;
 use kgbox::Config;
 
@@ -11,12 +9,11 @@ pub struct QueryArgs {
     pub paths: usize,
     pub include_anchors: bool,
     pub json: bool,
-    pub bundle: Option<PathBuf>,
-    pub trust: Vec<String>,
+    pub source: super::BundleArgs,
 }
 
 pub fn run(cfg: &Config, args: &QueryArgs) -> Result<()> {
-    let bundle = super::load_bundle(cfg, args.bundle.as_deref(), &args.trust)?;
+    let bundle = super::load_bundle(cfg, &args.source)?;
     let kg = bundle.kg()?;
     let mut opts = cfg.query.exec_options();
     opts.top_k = args.top_k;
@@ -77,7 +74,7 @@ pub fn run(cfg: &Config, args: &QueryArgs) -> Result<()> {
 
 /// `kgbox link`.
 pub fn link(cfg: &Config, text: &str, top_m: usize, json: bool) -> Result<()> {
-    let bundle = super::load_bundle(cfg, None, &[])?;
+    let bundle = super::load_bundle(cfg, &super::BundleArgs::default())?;
     let kg = bundle.kg()?;
     let opts = kgbox_query::link::LinkOptions {
         top_m,

@@ -81,7 +81,7 @@ pub fn entity(
     offset: usize,
     direction: &str,
 ) -> Result<()> {
-    let bundle = super::load_bundle(cfg, None, &[])?;
+    let bundle = super::load_bundle(cfg, &super::BundleArgs::default())?;
     let kg = bundle.kg()?;
     let direction = match direction {
         "out" => Direction::Out,
