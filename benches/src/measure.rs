@@ -58,6 +58,7 @@ pub fn pack_runs(kb: &Path, key: &SecretKey, out: &Path, runs: usize) -> Result<
         level: PACK_LEVEL,
         created_unix: Some(CREATED_UNIX),
         progress: false,
+        ultra: None,
     };
     let mut times = Vec::with_capacity(runs);
     let mut last = None;

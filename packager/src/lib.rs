@@ -9,5 +9,6 @@ pub mod input;
 pub mod inspect;
 pub mod keygen;
 pub mod pack;
+pub mod ultra;
 
 pub use pack::{pack, pack_with, PackOptions, PackReport};

@@ -69,6 +69,12 @@ struct BuildArgs {
     /// The encoder's name, recorded in the bundle.
     #[arg(long, requires = "embed", default_value = kgbox_pack::embed::DEFAULT_MODEL_NAME)]
     embed_model_name: String,
+    /// Add the neural query executor: ULTRA exported by
+    /// `models/ultra/export.py` as PREFIX.relation.onnx and PREFIX.entity.onnx
+    /// (e.g. `models/ultra/onnx/ultraquery`). The relation half runs now, once
+    /// per relation; the bundle stores its output and the entity half.
+    #[arg(long, value_name = "PREFIX")]
+    ultra: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -112,6 +118,10 @@ fn run() -> Result<()> {
                 level: args.level,
                 created_unix: None,
                 progress: !args.quiet,
+                ultra: args
+                    .ultra
+                    .as_deref()
+                    .map(kgbox_pack::ultra::UltraOptions::from_prefix),
             };
             let embed = match (args.embed, args.embed_model) {
                 (true, Some(model)) => Some(EmbedOptions {

@@ -33,6 +33,8 @@ pub struct PackOptions {
     /// Creation time; `SOURCE_DATE_EPOCH` or now when `None`.
     pub created_unix: Option<u64>,
     pub progress: bool,
+    /// Adds the neural query executor (`--ultra`).
+    pub ultra: Option<crate::ultra::UltraOptions>,
 }
 
 #[derive(Debug)]
@@ -145,6 +147,11 @@ pub fn pack_with(
         let embedded = embed::embed(&names, embed_opts, opts.progress)?;
         built.sections.extend(embedded.sections);
         models.push(embedded.model);
+    }
+    if let Some(ultra_opts) = &opts.ultra {
+        let ultra = crate::ultra::sections(&built.sections, ultra_opts)?;
+        built.sections.extend(ultra.sections);
+        models.push(ultra.model);
     }
     let build_time = t1.elapsed();
 

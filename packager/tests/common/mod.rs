@@ -58,6 +58,7 @@ pub fn options(triples: &Path) -> PackOptions {
         level: 3,
         created_unix: Some(1_700_000_000),
         progress: false,
+        ultra: None,
     }
 }
 

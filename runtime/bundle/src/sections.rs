@@ -29,6 +29,17 @@ pub const ENCODER_ONNX: &str = "model.encoder.onnx";
 /// The encoder's tokenizer (a Hugging Face `tokenizer.json`).
 pub const ENCODER_TOKENIZER: &str = "model.encoder.tokenizer";
 
+/// JSON: the neural query model (ULTRA) that the `model.ultra.*` sections hold.
+pub const ULTRA_META: &str = "model.ultra.meta";
+/// The ULTRA entity model (ONNX): fuzzy start set in, logits per node out.
+pub const ULTRA_ENTITY_ONNX: &str = "model.ultra.entity.onnx";
+/// Relation representations precomputed by the packager: `f32` little-endian,
+/// `[conditioning relation][relation][dim]`, 2R relations (inverses included).
+pub const ULTRA_RELREPS: &str = "model.ultra.relreps";
+/// The relation graph the representations were computed on: `u32` triples
+/// `(dst, src, type)`, type 0..4 (head-head, tail-tail, head-tail, tail-head).
+pub const ULTRA_RELGRAPH: &str = "model.ultra.relgraph";
+
 /// Sections every KG bundle must have.
 pub const KG_REQUIRED: &[&str] = &[
     ENTITY_OFFSETS,
@@ -56,6 +67,10 @@ pub const KG_OPTIONAL: &[&str] = &[
     DENSE_VECTORS,
     ENCODER_ONNX,
     ENCODER_TOKENIZER,
+    ULTRA_META,
+    ULTRA_ENTITY_ONNX,
+    ULTRA_RELREPS,
+    ULTRA_RELGRAPH,
 ];
 
 /// Whether this build knows how to use a section.

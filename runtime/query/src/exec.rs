@@ -8,6 +8,10 @@
 //! `exclude_anchors`, a projection never returns the anchor entities of its
 //! own input, so multi-hop paths never pass through their start again.
 //!
+//! Neural and hybrid execution (see [`Executor`]): a [`Projector`] (the
+//! ULTRA entity model over a SEPPR subgraph, in `kgbox-neural`) replaces or
+//! complements each projection; the fuzzy logic around it is the same.
+//!
 //! High-degree guard (after KGFR's pruning of hub nodes): inside an `AND`,
 //! an operand `q -> r` whose expansion would touch more than `fanout_limit`
 //! edges is not expanded. The other operands are evaluated first, and the
@@ -26,6 +30,63 @@ use kgbox_bundle::Kg;
 use crate::fuzzy::FuzzySet;
 use crate::plan::{Node, Plan};
 
+/// How projections are computed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Executor {
+    /// Follow the KG's edges only.
+    #[default]
+    Symbolic,
+    /// The neural projector's scores only.
+    Neural,
+    /// What the KG states keeps its membership (scaled into
+    /// `[1 - HYBRID_TIE_WEIGHT, 1]` by the neural score, which orders ties);
+    /// entities the KG lacks get `HYBRID_INFERRED_CAP` times the neural score.
+    Hybrid,
+}
+
+impl Executor {
+    pub const ALL: [Executor; 3] = [Executor::Symbolic, Executor::Neural, Executor::Hybrid];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Executor::Symbolic => "symbolic",
+            Executor::Neural => "neural",
+            Executor::Hybrid => "hybrid",
+        }
+    }
+}
+
+impl std::str::FromStr for Executor {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Executor::ALL
+            .into_iter()
+            .find(|e| e.name() == s)
+            .ok_or_else(|| format!("unknown executor {s:?} (expected symbolic, neural or hybrid)"))
+    }
+}
+
+impl std::fmt::Display for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Share of a stated member's membership that the neural score decides, in
+/// hybrid mode: a stated member with symbolic membership `s` and neural score
+/// `p` gets `s · (1 - w + w·p)`.
+pub const HYBRID_TIE_WEIGHT: f32 = 0.01;
+/// Highest membership an inferred (not stated) member gets in hybrid mode,
+/// so it never outranks a stated answer of full confidence.
+pub const HYBRID_INFERRED_CAP: f32 = 0.5;
+
+/// A learned relation projection: `x -> relation` as a fuzzy set of scores
+/// in `[0, 1]`.
+pub trait Projector: Sync {
+    fn project(&self, x: &FuzzySet, relation: u32, inverse: bool) -> Result<FuzzySet, String>;
+}
+
 /// Knobs of one execution.
 #[derive(Debug, Clone)]
 pub struct ExecOptions {
@@ -41,6 +102,8 @@ pub struct ExecOptions {
     pub max_edge_visits: u64,
     /// Abandon the query after this instant.
     pub deadline: Option<Instant>,
+    /// How projections are computed; anything but `Symbolic` needs a [`Projector`].
+    pub executor: Executor,
 }
 
 impl Default for ExecOptions {
@@ -52,6 +115,7 @@ impl Default for ExecOptions {
             fanout_limit: 10_000,
             max_edge_visits: 20_000_000,
             deadline: None,
+            executor: Executor::Symbolic,
         }
     }
 }
@@ -84,12 +148,17 @@ pub enum ExecError {
     Timeout,
     #[error("invalid plan: {0}")]
     BadPlan(String),
+    #[error("the {0} executor needs a bundle with a neural query model")]
+    NoModel(Executor),
+    #[error("the neural projection failed: {0}")]
+    Neural(String),
 }
 
 struct Run<'k, 'a> {
     kg: &'k Kg<'a>,
     plan: &'k Plan,
     opts: &'k ExecOptions,
+    projector: Option<&'k dyn Projector>,
     n: usize,
     visits: u64,
     sets: Vec<Option<FuzzySet>>,
@@ -97,13 +166,27 @@ struct Run<'k, 'a> {
 
 /// Evaluates `plan` and returns the top answers with provenance.
 pub fn execute(kg: &Kg<'_>, plan: &Plan, opts: &ExecOptions) -> Result<Answers, ExecError> {
+    execute_with(kg, plan, opts, None)
+}
+
+/// [`execute`] with a neural projector for the `neural` and `hybrid` executors.
+pub fn execute_with(
+    kg: &Kg<'_>,
+    plan: &Plan,
+    opts: &ExecOptions,
+    projector: Option<&dyn Projector>,
+) -> Result<Answers, ExecError> {
     if plan.nodes.is_empty() {
         return Err(ExecError::BadPlan("empty plan".into()));
+    }
+    if opts.executor != Executor::Symbolic && projector.is_none() {
+        return Err(ExecError::NoModel(opts.executor));
     }
     let mut run = Run {
         kg,
         plan,
         opts,
+        projector,
         n: kg.entity_count(),
         visits: 0,
         sets: vec![None; plan.nodes.len()],
@@ -179,14 +262,22 @@ impl<'a> Run<'_, 'a> {
                     Some(x) => x,
                     None => self.eval(input, None)?,
                 };
-                // Probe when there are fewer candidates than edges to expand.
-                let out = match within {
-                    Some(candidates)
-                        if candidates.len() < self.expansion(&x, relation, inverse) =>
-                    {
-                        self.probe(&x, relation, inverse, candidates)?
+                let out = match self.opts.executor {
+                    // Probe when there are fewer candidates than edges to expand.
+                    Executor::Symbolic => match within {
+                        Some(candidates)
+                            if candidates.len() < self.expansion(&x, relation, inverse) =>
+                        {
+                            self.probe(&x, relation, inverse, candidates)?
+                        }
+                        _ => self.project(&x, relation, inverse)?,
+                    },
+                    Executor::Neural => self.neural(&x, relation, inverse)?,
+                    Executor::Hybrid => {
+                        let stated = self.project(&x, relation, inverse)?;
+                        let scored = self.neural(&x, relation, inverse)?;
+                        stated.hybrid(&scored, HYBRID_TIE_WEIGHT, HYBRID_INFERRED_CAP, self.n)
                     }
-                    _ => self.project(&x, relation, inverse)?,
                 };
                 self.sets[input] = Some(x);
                 let mut out = out;
@@ -210,6 +301,18 @@ impl<'a> Run<'_, 'a> {
             }
         };
         Ok(set)
+    }
+
+    fn neural(&mut self, x: &FuzzySet, relation: u32, inverse: bool) -> Result<FuzzySet, ExecError> {
+        let projector = self.projector.ok_or(ExecError::NoModel(self.opts.executor))?;
+        if let Some(d) = self.opts.deadline {
+            if Instant::now() > d {
+                return Err(ExecError::Timeout);
+            }
+        }
+        projector
+            .project(x, relation, inverse)
+            .map_err(ExecError::Neural)
     }
 
     fn expansion(&self, x: &FuzzySet, relation: u32, inverse: bool) -> usize {

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use kgbox_bundle::Kg;
 
 use crate::diag::Diagnostic;
-use crate::exec::{execute, Answers, ExecError, ExecOptions};
+use crate::exec::{execute_with, Answers, ExecError, ExecOptions, Projector};
 use crate::parse::{parse_with, ParseLimits};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -32,12 +32,23 @@ pub fn run_query(
     limits: &ParseLimits,
     opts: &ExecOptions,
 ) -> Result<(Answers, Timings), QueryError> {
+    run_query_with(kg, text, limits, opts, None)
+}
+
+/// [`run_query`] with a neural projector (for `opts.executor` other than symbolic).
+pub fn run_query_with(
+    kg: &Kg<'_>,
+    text: &str,
+    limits: &ParseLimits,
+    opts: &ExecOptions,
+    projector: Option<&dyn Projector>,
+) -> Result<(Answers, Timings), QueryError> {
     let t0 = Instant::now();
     let query = parse_with(text, limits).map_err(QueryError::Invalid)?;
     let t1 = Instant::now();
     let plan = crate::bind::bind(kg, &query, text).map_err(QueryError::Invalid)?;
     let t2 = Instant::now();
-    let answers = execute(kg, &plan, opts)?;
+    let answers = execute_with(kg, &plan, opts, projector)?;
     let t3 = Instant::now();
     Ok((
         answers,

@@ -1,0 +1,132 @@
+//! The ONNX Runtime engine (cargo feature `ort`). The library is loaded at
+//! run time from `ORT_DYLIB_PATH` (for example the `libonnxruntime.so` of the
+//! `onnxruntime` Python wheel); nothing is downloaded. With
+//! `Device::Cuda`/`Auto`, the CUDA execution provider is used when the
+//! loaded library has it.
+
+use std::sync::{Mutex, OnceLock};
+
+use ort::environment::Environment;
+#[cfg(feature = "cuda")]
+use ort::ep::{self, ExecutionProvider};
+use ort::session::{Session, SessionInputValue};
+use ort::value::Tensor;
+
+use super::{Arg, Device, Engine};
+use crate::{NeuralError, Result};
+
+/// The environment variable naming the ONNX Runtime library.
+pub const DYLIB_VAR: &str = "ORT_DYLIB_PATH";
+
+static ENVIRONMENT: OnceLock<std::result::Result<Environment, String>> = OnceLock::new();
+
+fn environment() -> Result<&'static Environment> {
+    ENVIRONMENT
+        .get_or_init(|| {
+            let path = std::env::var_os(DYLIB_VAR).ok_or_else(|| {
+                format!("{DYLIB_VAR} is not set: point it at libonnxruntime.so (the onnxruntime wheel ships one)")
+            })?;
+            ort::init_from(&path)
+                .map_err(|e| format!("cannot load {}: {e}", std::path::Path::new(&path).display()))?
+                .with_name("kgbox")
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| NeuralError::Load(e.clone()))
+}
+
+fn load_err(e: impl std::fmt::Display) -> NeuralError {
+    NeuralError::Load(e.to_string())
+}
+
+fn run_err(e: impl std::fmt::Display) -> NeuralError {
+    NeuralError::Run(e.to_string())
+}
+
+pub struct OrtEngine {
+    /// `Session::run` needs exclusive access.
+    session: Mutex<Session>,
+    device: &'static str,
+}
+
+/// Whether the loaded ONNX Runtime has the CUDA execution provider.
+/// Always false when built without the `cuda` feature.
+pub fn cuda_available() -> bool {
+    #[cfg(feature = "cuda")]
+    {
+        environment().is_ok() && ep::CUDA::is_available().unwrap_or(false)
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        false
+    }
+}
+
+impl OrtEngine {
+    pub fn from_bytes(onnx: &[u8], device: Device) -> Result<OrtEngine> {
+        let env = environment()?;
+        let use_cuda = match device {
+            Device::Cpu => false,
+            Device::Auto => cuda_available(),
+            Device::Cuda => {
+                if !cuda_available() {
+                    return Err(NeuralError::Load(format!(
+                        "device = cuda, but the ONNX Runtime library in {DYLIB_VAR} has no CUDA execution provider"
+                    )));
+                }
+                true
+            }
+        };
+        #[allow(unused_mut)]
+        let mut builder = Session::builder(env).map_err(load_err)?;
+        #[cfg(feature = "cuda")]
+        if use_cuda {
+            builder = builder
+                .with_execution_providers([ep::CUDA::default().build().error_on_failure()])
+                .map_err(load_err)?;
+        }
+        let session = builder.commit_from_memory(onnx).map_err(load_err)?;
+        Ok(OrtEngine {
+            session: Mutex::new(session),
+            device: if use_cuda { "cuda" } else { "cpu" },
+        })
+    }
+}
+
+impl Engine for OrtEngine {
+    fn name(&self) -> &'static str {
+        "ort"
+    }
+
+    fn device(&self) -> &'static str {
+        self.device
+    }
+
+    fn run(&self, inputs: &[(&str, Arg<'_>)]) -> Result<(Vec<usize>, Vec<f32>)> {
+        let mut values: Vec<(String, SessionInputValue<'static>)> = Vec::with_capacity(inputs.len());
+        for (name, arg) in inputs {
+            arg.check(name)?;
+            let value: SessionInputValue<'static> = match arg {
+                Arg::F32(shape, data) => Tensor::from_array((shape.to_vec(), data.to_vec()))
+                    .map_err(run_err)?
+                    .into(),
+                Arg::I64(shape, data) => Tensor::from_array((shape.to_vec(), data.to_vec()))
+                    .map_err(run_err)?
+                    .into(),
+            };
+            values.push((name.to_string(), value));
+        }
+        let mut session = self
+            .session
+            .lock()
+            .map_err(|_| NeuralError::Run("a previous run panicked".into()))?;
+        let outputs = session.run(values).map_err(run_err)?;
+        if outputs.len() == 0 {
+            return Err(NeuralError::Run("the model has no output".into()));
+        }
+        let (shape, data) = outputs[0].try_extract_tensor::<f32>().map_err(run_err)?;
+        let shape = shape.iter().map(|&d| d.max(0) as usize).collect();
+        Ok((shape, data.to_vec()))
+    }
+}

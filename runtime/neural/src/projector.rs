@@ -1,0 +1,63 @@
+//! The neural projection the executor calls: SEPPR subgraph → entity model →
+//! sigmoid → fuzzy set over the whole graph.
+
+use kgbox_bundle::Kg;
+use kgbox_query::fuzzy::FuzzySet;
+use kgbox_query::Projector;
+
+use crate::model::{sigmoid, ModelQuery, UltraModel};
+use crate::seppr::{self, SepprParams};
+use crate::subgraph::Subgraph;
+
+/// Memberships below this are dropped from a projected set.
+pub const MIN_MEMBERSHIP: f32 = 1e-4;
+
+pub struct NeuralProjector<'k, 'a> {
+    kg: &'k Kg<'a>,
+    model: &'k UltraModel,
+    params: SepprParams,
+}
+
+impl<'k, 'a> NeuralProjector<'k, 'a> {
+    pub fn new(kg: &'k Kg<'a>, model: &'k UltraModel, params: SepprParams) -> Self {
+        NeuralProjector { kg, model, params }
+    }
+}
+
+impl Projector for NeuralProjector<'_, '_> {
+    fn project(&self, x: &FuzzySet, relation: u32, inverse: bool) -> Result<FuzzySet, String> {
+        let seeds: Vec<(u32, f32)> = x.iter().collect();
+        if seeds.is_empty() {
+            return Ok(FuzzySet::default());
+        }
+        let nodes = seppr::top_nodes(self.kg, &seeds, &self.params);
+        let graph = Subgraph::induced(self.kg, nodes);
+        let h_prob: Vec<f32> = graph.nodes.iter().map(|&v| x.get(v)).collect();
+        let r = relation as usize
+            + if inverse {
+                self.kg.relation_count()
+            } else {
+                0
+            };
+        let logits = self
+            .model
+            .logits(
+                &graph,
+                &[ModelQuery {
+                    condition: r,
+                    relation: r,
+                    h_prob: &h_prob,
+                }],
+            )
+            .map_err(|e| e.to_string())?;
+        let scores = logits.into_iter().next().unwrap_or_default();
+        let pairs = graph
+            .nodes
+            .iter()
+            .zip(scores)
+            .map(|(&v, logit)| (v, sigmoid(logit)))
+            .filter(|p| p.1 >= MIN_MEMBERSHIP)
+            .collect();
+        Ok(FuzzySet::from_pairs(pairs, self.kg.entity_count()))
+    }
+}
