@@ -5,6 +5,14 @@
 Writes <out>/<ckpt>.relation.onnx and <out>/<ckpt>.entity.onnx (see README.md for
 the contract).  Each file is compared against PyTorch on random inputs of two
 sizes; the script exits non-zero if a max abs diff reaches 1e-4.
+
+The exported graphs compute the same function as ultra.py but run node-major:
+node states are [N, B, D] (nodes first), messages [E, B, D] are gathered on axis 0
+and summed into their destination rows with ScatterND(reduction="add") and
+indices = dst[:, None] ([E, 1]): one index per [B, D] slice.  tract (the Rust
+runtime) runs ScatterElements element by element, which made the batch-major
+[B, E, D] scatter of the old export the bottleneck.  The I/O contract (names,
+shapes, dtypes, dynamic axes) is unchanged; the transposes are inside the graph.
 """
 
 import argparse
@@ -19,7 +27,7 @@ import onnxruntime as ort
 import torch
 from torch import nn
 
-from ultra import DIM, build_relation_graph, checkpoint_path, load_model
+from ultra import DIM, _layer_norm, build_relation_graph, checkpoint_path, load_model
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -27,22 +35,70 @@ OPSET = 16
 TOL = 1e-4
 
 
+class ScatterAddRows(torch.autograd.Function):
+    """`zeros` with `updates[e]` added into row `index[e, 0]` (axis 0).
+
+    zeros: [N, B, D]; index: [E, 1] int64; updates: [E, B, D].  Exported as ONNX
+    ScatterND(data=zeros, indices=index, updates, reduction="add"): one index per
+    whole trailing [B, D] slice, no expanded index tensor.  (torch's own
+    index_put export emits ScatterND without reduction plus an Add, which is
+    wrong for repeated indices.)
+    """
+
+    @staticmethod
+    def forward(ctx, zeros, index, updates):
+        return zeros.clone().index_add_(0, index[:, 0], updates)
+
+    @staticmethod
+    def symbolic(g, zeros, index, updates):
+        return g.op("ScatterND", zeros, index, updates, reduction_s="add")
+
+
+def _layer_step(layer, x, b, rel, src, dst1, typ, zeros):
+    """One RelationalConv layer plus shortcut in node-major layout.
+
+    x, b, zeros: [N, B, D]; rel: [K, B, D] or [K, 1, D]; src/typ: [E];
+    dst1: [E, 1].  Same function as RelationalConv.forward + x (ultra.py)."""
+    msg = x.index_select(0, src) * rel.index_select(0, typ)  # [E, B, D]
+    agg = ScatterAddRows.apply(zeros, dst1, msg) + b  # [N, B, D]
+    out = layer.linear(torch.cat([x, agg], dim=-1))
+    out = _layer_norm(out, layer.layer_norm)
+    return torch.relu(out) + x
+
+
 class RelationExport(nn.Module):
+    """RelNBFNet, node-major ([NR, B, D] states) for export."""
+
     def __init__(self, model):
         super().__init__()
         self.m = model.relation_model
 
     def forward(self, boundary, rel_src, rel_dst, rel_type):
-        return self.m(boundary, rel_src, rel_dst, rel_type)
+        ones = torch.ones(self.m.dim, dtype=boundary.dtype)
+        b = boundary.t().unsqueeze(-1) * ones  # [NR, B, D]
+        x, zeros, dst1 = b, torch.zeros_like(b), rel_dst.unsqueeze(-1)
+        for layer in self.m.layers:
+            rel = layer.relation.weight.unsqueeze(1)  # [4, 1, D]
+            x = _layer_step(layer, x, b, rel, rel_src, dst1, rel_type, zeros)
+        return x.transpose(0, 1)  # [B, NR, D]
 
 
 class EntityExport(nn.Module):
+    """EntityNBFNet, node-major ([N, B, D] states) for export."""
+
     def __init__(self, model):
         super().__init__()
         self.m = model.entity_model
 
     def forward(self, h_prob, query, rel_reps, edge_src, edge_dst, edge_type):
-        return self.m(h_prob, query, rel_reps, edge_src, edge_dst, edge_type)
+        b = h_prob.t().unsqueeze(-1) * query.unsqueeze(0)  # [N, B, D]
+        x, zeros, dst1 = b, torch.zeros_like(b), edge_dst.unsqueeze(-1)
+        for layer in self.m.layers:
+            rel = layer.relation_projection(rel_reps).transpose(0, 1)  # [NR, B, D]
+            x = _layer_step(layer, x, b, rel, edge_src, dst1, edge_type, zeros)
+        node_query = query.unsqueeze(0).expand_as(x)
+        out = self.m.mlp(torch.cat([x, node_query], dim=-1))  # [N, B, 1]
+        return out.squeeze(-1).t()  # [B, N]
 
 
 REL_IN = ["boundary", "rel_src", "rel_dst", "rel_type"]
@@ -78,38 +134,24 @@ def random_case(seed, b, n, r, e, model):
     return rel_in, ent_in
 
 
-def drop_identity_slices(m):
-    """torch's scatter_add export slices `src` to the shape of `index`; ours are
-    equal by construction (index = expand(dst, shape(src))), so the Slice is an
-    identity with data-dependent ends.  Remove it to keep the graph simple."""
-    g = m.graph
-    producer = {o: n for n in g.node for o in n.output}
-    removed = set()
-    for n in g.node:
-        if n.op_type != "ScatterElements":
-            continue
-        sl = producer.get(n.input[2])
-        if sl is None or sl.op_type != "Slice":
-            continue
-        ends = producer.get(sl.input[2])
-        exp = producer.get(n.input[1])
-        assert ends is not None and ends.op_type == "Shape" and ends.input[0] == n.input[1]
-        assert exp.op_type == "Expand"
-        shape_src = producer[exp.input[1]]
-        assert shape_src.op_type == "Shape" and shape_src.input[0] == sl.input[0]
-        n.input[2] = sl.input[0]
-        removed.add(id(sl))
-    keep = [n for n in g.node if id(n) not in removed]
-    # prune nodes whose outputs are no longer used
-    while True:
-        used = {i for n in keep for i in n.input} | {o.name for o in g.output}
-        nxt = [n for n in keep if any(o in used for o in n.output)]
-        if len(nxt) == len(keep):
-            break
-        keep = nxt
-    del g.node[:]
-    g.node.extend(keep)
+def check_ops(m):
+    """The graph must aggregate with ScatterND(reduction="add") only."""
+    ops = {n.op_type for n in m.graph.node}
+    assert "ScatterElements" not in ops, "ScatterElements in the exported graph"
+    for n in m.graph.node:
+        if n.op_type == "ScatterND":
+            red = [a.s for a in n.attribute if a.name == "reduction"]
+            assert red == [b"add"], red
     return m
+
+
+def ort_session(path):
+    """onnxruntime session for the checks.  Single-threaded: onnxruntime's CPU
+    ScatterND with reduction="add" races on repeated indices when it runs on
+    several threads (results change run to run, microsoft/onnxruntime#23396)."""
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 
 def export_one(module, inputs, path, in_names, out_names, axes):
@@ -119,7 +161,7 @@ def export_one(module, inputs, path, in_names, out_names, axes):
         torch.onnx.export(module, inputs, path, dynamo=False, **kwargs)
     except TypeError:  # older torch without the dynamo flag
         torch.onnx.export(module, inputs, path, **kwargs)
-    m = drop_identity_slices(onnx.load(path))
+    m = check_ops(onnx.load(path))
     onnx.checker.check_model(m, full_check=True)
     # clear producer info and doc strings so the bytes depend only on the graph
     m.producer_version = ""
@@ -130,7 +172,7 @@ def export_one(module, inputs, path, in_names, out_names, axes):
 
 
 def check(path, module, inputs, names):
-    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    sess = ort_session(path)
     feed = {k: v.numpy() for k, v in zip(names, inputs)}
     got = sess.run(None, feed)[0]
     with torch.no_grad():
@@ -152,13 +194,14 @@ def main():
         model = load_model(checkpoint_path(args.ckpt_dir, name))
         rel_mod, ent_mod = RelationExport(model).eval(), EntityExport(model).eval()
         cases = [random_case(1, 2, 40, 5, 150, model), random_case(2, 3, 173, 11, 900, model)]
-        for kind, mod, idx, in_names, out_names, axes in (
-                ("relation", rel_mod, 0, REL_IN, REL_OUT, REL_AXES),
-                ("entity", ent_mod, 1, ENT_IN, ENT_OUT, ENT_AXES)):
+        # reference = the batch-major torch model of ultra.py (plain gather/scatter)
+        for kind, mod, ref, idx, in_names, out_names, axes in (
+                ("relation", rel_mod, model.relation_model, 0, REL_IN, REL_OUT, REL_AXES),
+                ("entity", ent_mod, model.entity_model, 1, ENT_IN, ENT_OUT, ENT_AXES)):
             path = os.path.join(args.out, f"{name}.{kind}.onnx")
             m = export_one(mod, cases[0][idx], path, in_names, out_names, axes)
             ops = collections.Counter(n.op_type for n in m.graph.node)
-            diffs = [check(path, mod, c[idx], in_names) for c in cases]
+            diffs = [check(path, ref, c[idx], in_names) for c in cases]
             sha = hashlib.sha256(open(path, "rb").read()).hexdigest()[:16]
             print(f"{name}.{kind}.onnx  {os.path.getsize(path)} bytes  sha256 {sha}")
             print(f"  ops: {dict(sorted(ops.items()))}")

@@ -26,7 +26,46 @@ pub struct Config {
     pub limits: LimitsConfig,
     pub http: HttpConfig,
     pub query: QueryConfig,
+    pub executor: ExecutorConfig,
     pub log: LogConfig,
+}
+
+/// The neural query executor (see docs/query-language.md, "Executors").
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExecutorConfig {
+    /// Used when a request does not say: symbolic, neural or hybrid.
+    pub mode: kgbox_query::Executor,
+    /// ONNX engine for the bundle's ULTRA model: tract (built in) or ort
+    /// (cargo feature `ort`, library from `ORT_DYLIB_PATH`).
+    pub engine: kgbox_neural::EngineKind,
+    /// auto, cpu or cuda (cuda needs the ort engine built with `cuda`).
+    pub device: kgbox_neural::Device,
+    /// SEPPR subgraph size: nodes the entity model sees per projection.
+    pub seppr_k: usize,
+    /// Largest `seppr_k` a request may ask for.
+    pub max_seppr_k: usize,
+}
+
+impl Default for ExecutorConfig {
+    fn default() -> Self {
+        ExecutorConfig {
+            mode: kgbox_query::Executor::Symbolic,
+            engine: kgbox_neural::EngineKind::Tract,
+            device: kgbox_neural::Device::Auto,
+            seppr_k: kgbox_neural::seppr::DEFAULT_K,
+            max_seppr_k: 50_000,
+        }
+    }
+}
+
+impl ExecutorConfig {
+    pub fn seppr(&self, k: usize) -> kgbox_neural::seppr::SepprParams {
+        kgbox_neural::seppr::SepprParams {
+            k,
+            ..Default::default()
+        }
+    }
 }
 
 /// Query execution defaults and limits (see docs/query-language.md).
@@ -88,6 +127,7 @@ impl QueryConfig {
             fanout_limit: self.fanout_limit,
             max_edge_visits: self.max_edge_visits,
             deadline: None,
+            executor: kgbox_query::Executor::Symbolic,
         }
     }
 }
@@ -136,6 +176,7 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             http: HttpConfig::default(),
             query: QueryConfig::default(),
+            executor: ExecutorConfig::default(),
             log: LogConfig::default(),
         }
     }

@@ -14,6 +14,7 @@ pub mod http;
 pub mod install;
 pub mod loaded;
 pub mod metrics;
+pub mod neural;
 pub mod store;
 
 pub use config::Config;

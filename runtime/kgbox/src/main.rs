@@ -74,6 +74,8 @@ enum Command {
         json: bool,
         #[command(flatten)]
         source: cmd::BundleArgs,
+        #[command(flatten)]
+        exec: cmd::ExecArgs,
     },
     /// Find entity mentions in text (`[bracketed]` mentions are taken as given).
     Link {
@@ -106,12 +108,46 @@ enum EvalCommand {
     Queries {
         #[arg(long)]
         file: PathBuf,
-        #[arg(long)]
+        /// Only the first N queries.
+        #[arg(long, conflicts_with = "sample")]
         limit: Option<usize>,
+        /// N queries spread evenly over the file (every len/N-th).
+        #[arg(long)]
+        sample: Option<usize>,
+        /// Answers scoring at least this form the predicted set for F1 and
+        /// exact match (default: any score for symbolic, 0.5 for neural,
+        /// 0.25 for hybrid, i.e. an inferred answer the model gives p >= 0.5).
+        #[arg(long)]
+        threshold: Option<f32>,
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         source: cmd::BundleArgs,
+        #[command(flatten)]
+        exec: cmd::ExecArgs,
+    },
+    /// Link prediction with the bundle's ULTRA model: MRR and Hits@1/3/10,
+    /// filtered, head and tail queries, over every entity.
+    Kgc {
+        /// Test facts, `head<TAB>relation<TAB>tail` (names as in the bundle).
+        #[arg(long)]
+        test: PathBuf,
+        /// Known facts to filter from the ranking (e.g. train and valid); the
+        /// test facts always are.
+        #[arg(long)]
+        filter: Vec<PathBuf>,
+        /// Only the first N test facts.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Queries per model run.
+        #[arg(long, default_value_t = 4)]
+        batch: usize,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        source: cmd::BundleArgs,
+        #[command(flatten)]
+        exec: cmd::ExecArgs,
     },
 }
 
@@ -142,6 +178,7 @@ fn run(started: Instant) -> Result<()> {
             include_anchors,
             json,
             source,
+            exec,
         } => cmd::query::run(
             &cfg,
             &cmd::query::QueryArgs {
@@ -151,21 +188,48 @@ fn run(started: Instant) -> Result<()> {
                 include_anchors,
                 json,
                 source,
+                exec,
             },
         ),
         Command::Link { text, top_m, json } => cmd::query::link(&cfg, &text, top_m, json),
         Command::Eval(EvalCommand::Queries {
             file,
             limit,
+            sample,
+            threshold,
             json,
             source,
+            exec,
         }) => cmd::eval::queries(
             &cfg,
             &cmd::eval::EvalArgs {
                 file,
                 limit,
+                sample,
+                threshold,
                 json,
                 source,
+                exec,
+            },
+        ),
+        Command::Eval(EvalCommand::Kgc {
+            test,
+            filter,
+            limit,
+            batch,
+            json,
+            source,
+            exec,
+        }) => cmd::kgc::run(
+            &cfg,
+            &cmd::kgc::KgcArgs {
+                test,
+                filter,
+                limit,
+                batch,
+                json,
+                source,
+                exec,
             },
         ),
         Command::Entity {

@@ -31,7 +31,8 @@ use crate::fuzzy::FuzzySet;
 use crate::plan::{Node, Plan};
 
 /// How projections are computed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Executor {
     /// Follow the KG's edges only.
     #[default]

@@ -11,13 +11,19 @@ use serde::Serialize;
 pub struct EvalArgs {
     pub file: PathBuf,
     pub limit: Option<usize>,
+    pub sample: Option<usize>,
+    pub threshold: Option<f32>,
     pub json: bool,
     pub source: super::BundleArgs,
+    pub exec: super::ExecArgs,
 }
 
 #[derive(Debug, Default, Serialize)]
 pub struct Report {
     pub file: String,
+    pub executor: String,
+    pub engine: String,
+    pub seppr_k: usize,
     pub queries: usize,
     pub errors: usize,
     pub hits_at_1: f64,
@@ -35,6 +41,20 @@ pub struct Latency {
     pub p95: f64,
     pub p99: f64,
     pub mean: f64,
+}
+
+/// `n` items spread evenly over `items` (all of them when `n >= len`).
+pub fn sample_evenly<T>(items: Vec<T>, n: usize) -> Vec<T> {
+    let len = items.len();
+    if n == 0 || n >= len {
+        return items;
+    }
+    items
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| (i * n) % len < n)
+        .map(|p| p.1)
+        .collect()
 }
 
 /// The `q`-quantile of sorted values (nearest rank).
@@ -79,14 +99,31 @@ pub fn queries(cfg: &Config, args: &EvalArgs) -> Result<()> {
     if let Some(n) = args.limit {
         gold.truncate(n);
     }
+    if let Some(n) = args.sample {
+        gold = sample_evenly(gold, n);
+    }
+    let exec = args.exec.apply(&cfg.executor);
+    let model = super::load_model(&bundle, &exec, false)?;
+    let threshold = args.threshold.unwrap_or(match exec.mode {
+        kgbox_query::Executor::Symbolic => f32::MIN_POSITIVE,
+        kgbox_query::Executor::Neural => 0.5,
+        kgbox_query::Executor::Hybrid => 0.25,
+    });
     let limits = cfg.query.parse_limits();
     // Every answer, ranked, without provenance: the same work a graph
     // database does for `RETURN DISTINCT`, so latencies compare with peers.
     let mut full = cfg.query.exec_options();
     full.top_k = usize::MAX;
     full.max_paths = 0;
+    full.executor = exec.mode;
     let mut r = Report {
         file: args.file.display().to_string(),
+        executor: exec.mode.to_string(),
+        engine: match &model {
+            Some(m) => format!("{}/{}", m.engine().name(), m.engine().device()),
+            None => "-".into(),
+        },
+        seppr_k: exec.seppr_k,
         queries: gold.len(),
         ..Report::default()
     };
@@ -94,7 +131,14 @@ pub fn queries(cfg: &Config, args: &EvalArgs) -> Result<()> {
     let (mut h1, mut h10, mut f1, mut exact) = (0usize, 0usize, 0.0f64, 0usize);
     for (line, query, answers) in &gold {
         let t = Instant::now();
-        let all = kgbox_query::run_query(&kg, query, &limits, &full);
+        let all = kgbox::neural::run_query(
+            &kg,
+            model.as_ref(),
+            query,
+            &limits,
+            &full,
+            exec.seppr(exec.seppr_k),
+        );
         latencies.push(t.elapsed().as_secs_f64() * 1e3);
         let all = match all {
             Ok((a, _)) => a,
@@ -113,7 +157,12 @@ pub fn queries(cfg: &Config, args: &EvalArgs) -> Result<()> {
             .collect();
         h1 += usize::from(ranked.first().is_some_and(|n| answers.contains(*n)));
         h10 += usize::from(ranked.iter().take(10).any(|n| answers.contains(*n)));
-        let predicted: HashSet<&str> = ranked.into_iter().collect();
+        let predicted: HashSet<&str> = all
+            .answers
+            .iter()
+            .filter(|a| a.score >= threshold)
+            .filter_map(|a| kg.entity_name(a.entity))
+            .collect();
         let hit = predicted.iter().filter(|p| answers.contains(**p)).count() as f64;
         if hit > 0.0 {
             let (p, rc) = (hit / predicted.len() as f64, hit / answers.len() as f64);
@@ -136,7 +185,18 @@ pub fn queries(cfg: &Config, args: &EvalArgs) -> Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        println!("{}: {} queries, {} errors", r.file, r.queries, r.errors);
+        println!(
+            "{}: {} queries, {} errors ({} executor{})",
+            r.file,
+            r.queries,
+            r.errors,
+            r.executor,
+            if model.is_some() {
+                format!(", {}, SEPPR k={}", r.engine, r.seppr_k)
+            } else {
+                String::new()
+            }
+        );
         println!(
             "Hits@1 {:.4}  Hits@10 {:.4}  F1 {:.4}  exact-set {:.4}",
             r.hits_at_1, r.hits_at_10, r.f1, r.exact_match

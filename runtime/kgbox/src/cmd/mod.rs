@@ -2,6 +2,7 @@
 
 pub mod eval;
 pub mod install;
+pub mod kgc;
 pub mod query;
 pub mod serve;
 pub mod status;
@@ -23,6 +24,67 @@ pub struct BundleArgs {
     /// Trusted key for --bundle (file or inline); default: the config's keys.
     #[arg(long)]
     pub trust: Vec<String>,
+}
+
+/// `--executor`, `--engine`, `--device`, `--seppr-k`: override `[executor]`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ExecArgs {
+    /// symbolic, neural or hybrid (neural and hybrid need a bundle built with `--ultra`).
+    #[arg(long)]
+    pub executor: Option<kgbox_query::Executor>,
+    /// ONNX engine for the neural executor: tract or ort.
+    #[arg(long)]
+    pub engine: Option<kgbox_neural::EngineKind>,
+    /// auto, cpu or cuda (ort only).
+    #[arg(long)]
+    pub device: Option<kgbox_neural::Device>,
+    /// SEPPR subgraph size per neural projection.
+    #[arg(long)]
+    pub seppr_k: Option<usize>,
+}
+
+impl ExecArgs {
+    /// The configuration with these overrides applied.
+    pub fn apply(&self, cfg: &kgbox::config::ExecutorConfig) -> kgbox::config::ExecutorConfig {
+        let mut c = cfg.clone();
+        if let Some(e) = self.executor {
+            c.mode = e;
+        }
+        if let Some(e) = self.engine {
+            c.engine = e;
+        }
+        if let Some(d) = self.device {
+            c.device = d;
+        }
+        if let Some(k) = self.seppr_k {
+            c.seppr_k = k;
+        }
+        c
+    }
+}
+
+/// The bundle's neural model when `cfg.mode` needs one (or `always`).
+pub fn load_model(
+    bundle: &LoadedBundle,
+    cfg: &kgbox::config::ExecutorConfig,
+    always: bool,
+) -> Result<Option<kgbox_neural::UltraModel>> {
+    if cfg.mode == kgbox_query::Executor::Symbolic && !always {
+        return Ok(None);
+    }
+    let model = kgbox::neural::load_model(bundle, cfg).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot load the bundle's neural query model (engine {}): {e}",
+            cfg.engine
+        )
+    })?;
+    if model.is_none() {
+        anyhow::bail!(
+            "the {} executor needs a bundle with a neural query model (build it with `kgbox-pack build --ultra ...`)",
+            cfg.mode
+        );
+    }
+    Ok(model)
 }
 
 /// The bundle a command works on: `--bundle FILE` (verified against `--trust`

@@ -10,6 +10,7 @@ pub struct QueryArgs {
     pub include_anchors: bool,
     pub json: bool,
     pub source: super::BundleArgs,
+    pub exec: super::ExecArgs,
 }
 
 pub fn run(cfg: &Config, args: &QueryArgs) -> Result<()> {
@@ -19,8 +20,17 @@ pub fn run(cfg: &Config, args: &QueryArgs) -> Result<()> {
     opts.top_k = args.top_k;
     opts.max_paths = args.paths;
     opts.exclude_anchors = !args.include_anchors;
-    let (answers, timings) =
-        kgbox_query::run_query(&kg, &args.query, &cfg.query.parse_limits(), &opts)?;
+    let exec = args.exec.apply(&cfg.executor);
+    opts.executor = exec.mode;
+    let model = super::load_model(&bundle, &exec, false)?;
+    let (answers, timings) = kgbox::neural::run_query(
+        &kg,
+        model.as_ref(),
+        &args.query,
+        &cfg.query.parse_limits(),
+        &opts,
+        exec.seppr(exec.seppr_k),
+    )?;
     let name = |e: u32| kg.entity_name(e).unwrap_or("?").to_string();
     if args.json {
         let out: Vec<_> = answers
@@ -38,15 +48,16 @@ pub fn run(cfg: &Config, args: &QueryArgs) -> Result<()> {
         println!(
             "{}",
             serde_json::to_string_pretty(
-                &serde_json::json!({"answers": out, "total": answers.total})
+                &serde_json::json!({"answers": out, "total": answers.total, "executor": exec.mode})
             )?
         );
         return Ok(());
     }
     println!(
-        "{} answers ({} shown), {} edges visited, {:.3} ms",
+        "{} answers ({} shown, {} executor), {} edges visited, {:.3} ms",
         answers.total,
         answers.answers.len(),
+        exec.mode,
         answers.edge_visits,
         (timings.parse + timings.bind + timings.execute).as_secs_f64() * 1e3
     );

@@ -64,6 +64,32 @@ pub fn run(cfg: Config, started: Instant) -> Result<()> {
     } else {
         None
     };
+    let model = if kgbox::neural::has_model(&bundle) {
+        let t = Instant::now();
+        match kgbox::neural::load_model(&bundle, &cfg.executor) {
+            Ok(Some(m)) => {
+                tracing::info!(
+                    load_ms = t.elapsed().as_secs_f64() * 1e3,
+                    checkpoint = %m.meta().checkpoint,
+                    engine = m.engine().name(),
+                    device = m.engine().device(),
+                    "loaded the bundle's neural query model (neural and hybrid executors on)"
+                );
+                Some(Arc::new(m))
+            }
+            Ok(None) => None,
+            Err(e) => {
+                // The configured engine was asked for explicitly: refuse to
+                // start rather than silently serving without it.
+                anyhow::bail!("cannot load the bundle's neural query model with engine {} on device {:?}: {e}", cfg.executor.engine, cfg.executor.device);
+            }
+        }
+    } else {
+        if cfg.executor.mode != kgbox_query::Executor::Symbolic {
+            tracing::warn!(mode = %cfg.executor.mode, "the bundle has no neural query model: requests without an explicit executor fail");
+        }
+        None
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -82,6 +108,8 @@ pub fn run(cfg: Config, started: Instant) -> Result<()> {
             query: cfg.query.clone(),
             request_timeout: std::time::Duration::from_millis(cfg.http.request_timeout_ms),
             encoder,
+            executor: cfg.executor.clone(),
+            model,
         });
         state.ready.store(true, Ordering::Release);
         tracing::info!(%addr, startup_ms = state.startup_seconds * 1e3, "listening on http://{addr}");

@@ -37,6 +37,10 @@ pub struct AppState {
     pub request_timeout: Duration,
     /// The bundle's sentence encoder, when it carries one (dense linking).
     pub encoder: Option<Arc<crate::dense::Encoder>>,
+    /// The neural executor's settings.
+    pub executor: crate::config::ExecutorConfig,
+    /// The bundle's neural query model, when it carries one and it loaded.
+    pub model: Option<Arc<kgbox_neural::UltraModel>>,
 }
 
 /// A JSON error: `{"error": {"code": ..., "message": ...}}`.

@@ -28,6 +28,10 @@ pub struct QueryRequest {
     /// Keep anchor entities in multi-hop answers.
     #[serde(default)]
     pub include_anchors: bool,
+    /// symbolic, neural or hybrid (default: the configured `executor.mode`).
+    pub executor: Option<kgbox_query::Executor>,
+    /// SEPPR subgraph size for the neural executors (default: `executor.seppr_k`).
+    pub seppr_k: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -52,6 +56,8 @@ pub struct QueryResponse {
     /// Entities with a non-zero score (answers holds the top_k of them).
     pub total: usize,
     pub edge_visits: u64,
+    /// The executor that ran.
+    pub executor: kgbox_query::Executor,
     pub timings_ms: serde_json::Value,
 }
 
@@ -94,6 +100,11 @@ fn exec_error(e: &ExecError) -> ApiError {
             "query_too_expensive",
             e.to_string(),
         ),
+        ExecError::NoModel(_) => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "no_neural_model",
+            e.to_string(),
+        ),
         _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
     }
 }
@@ -126,7 +137,33 @@ pub async fn query(
     body: Result<Json<QueryRequest>, JsonRejection>,
 ) -> Result<Json<QueryResponse>, ApiError> {
     let Json(req) = body.map_err(bad_body)?;
+    let executor = req.executor.unwrap_or(state.executor.mode);
+    if executor == kgbox_query::Executor::Symbolic {
+        // Microseconds: run on the async thread.
+        return run_query(&state, req, executor).map(Json);
+    }
+    // Tens of milliseconds of model time: keep it off the async threads.
+    let state2 = state.clone();
+    tokio::task::spawn_blocking(move || run_query(&state2, req, executor))
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
+        .map(Json)
+}
+
+fn run_query(
+    state: &AppState,
+    req: QueryRequest,
+    executor: kgbox_query::Executor,
+) -> Result<QueryResponse, ApiError> {
     let cfg = &state.query;
+    let seppr_k = req.seppr_k.unwrap_or(state.executor.seppr_k);
+    if seppr_k == 0 || seppr_k > state.executor.max_seppr_k {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            format!("seppr_k must be between 1 and {}", state.executor.max_seppr_k),
+        ));
+    }
     let top_k = req.top_k.unwrap_or(cfg.top_k);
     if top_k == 0 || top_k > cfg.max_top_k {
         return Err(ApiError::new(
@@ -144,10 +181,18 @@ pub async fn query(
     };
     opts.exclude_anchors = !req.include_anchors;
     opts.deadline = Some(Instant::now() + state.request_timeout);
-    let kg = kg_of(&state)?;
+    opts.executor = executor;
+    let kg = kg_of(state)?;
     let t = Instant::now();
-    let (answers, timings) = kgbox_query::run_query(&kg, &req.query, &cfg.parse_limits(), &opts)
-        .map_err(|e| match e {
+    let (answers, timings) = crate::neural::run_query(
+        &kg,
+        state.model.as_deref(),
+        &req.query,
+        &cfg.parse_limits(),
+        &opts,
+        state.executor.seppr(seppr_k),
+    )
+    .map_err(|e| match e {
             QueryError::Invalid(d) => diagnostic_error(&d),
             QueryError::Exec(e) => exec_error(&e),
         })?;
@@ -165,17 +210,18 @@ pub async fn query(
                 .collect(),
         })
         .collect();
-    Ok(Json(QueryResponse {
+    Ok(QueryResponse {
         answers: wire,
         total: answers.total,
         edge_visits: answers.edge_visits,
+        executor,
         timings_ms: json!({
             "parse": ms(timings.parse),
             "bind": ms(timings.bind),
             "execute": ms(timings.execute),
             "total": ms(t.elapsed()),
         }),
-    }))
+    })
 }
 
 #[derive(Debug, Deserialize)]

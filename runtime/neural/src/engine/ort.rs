@@ -78,8 +78,14 @@ impl OrtEngine {
                 true
             }
         };
+        // One intra-op thread: ONNX Runtime's multi-threaded CPU ScatterND
+        // with reduction="add" races on repeated indices (wrong sums), and
+        // every message-passing layer scatters into repeated destinations.
         #[allow(unused_mut)]
-        let mut builder = Session::builder(env).map_err(load_err)?;
+        let mut builder = Session::builder(env)
+            .map_err(load_err)?
+            .with_intra_threads(1)
+            .map_err(load_err)?;
         #[cfg(feature = "cuda")]
         if use_cuda {
             builder = builder

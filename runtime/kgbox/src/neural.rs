@@ -1,0 +1,50 @@
+//! The served bundle's neural query executor: its ULTRA model (the
+//! `model.ultra.*` sections), loaded into the configured engine.
+
+use kgbox_bundle::Kg;
+use kgbox_neural::seppr::SepprParams;
+use kgbox_neural::{NeuralProjector, UltraModel};
+use kgbox_query::{Answers, ExecOptions, Executor, ParseLimits, QueryError, Timings};
+
+use crate::config::ExecutorConfig;
+use crate::loaded::LoadedBundle;
+
+/// Whether the bundle carries a neural query model.
+pub fn has_model(bundle: &LoadedBundle) -> bool {
+    bundle
+        .section(kgbox_bundle::sections::ULTRA_META)
+        .is_some()
+}
+
+/// Loads the bundle's ULTRA model into the configured engine; `Ok(None)`
+/// when the bundle has none.
+pub fn load_model(bundle: &LoadedBundle, cfg: &ExecutorConfig) -> Result<Option<UltraModel>, String> {
+    let kg = bundle.kg().map_err(|e| e.to_string())?;
+    UltraModel::from_sections(
+        |name| bundle.section(name),
+        kg.relation_count(),
+        cfg.engine,
+        cfg.device,
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// Runs a DSL query with the executor `opts.executor`, the neural ones over
+/// SEPPR subgraphs of `seppr.k` nodes.
+pub fn run_query(
+    kg: &Kg<'_>,
+    model: Option<&UltraModel>,
+    text: &str,
+    limits: &ParseLimits,
+    opts: &ExecOptions,
+    seppr: SepprParams,
+) -> Result<(Answers, Timings), QueryError> {
+    let projector = model.map(|m| NeuralProjector::new(kg, m, seppr));
+    let projector = match opts.executor {
+        Executor::Symbolic => None,
+        _ => projector
+            .as_ref()
+            .map(|p| p as &dyn kgbox_query::Projector),
+    };
+    kgbox_query::run_query_with(kg, text, limits, opts, projector)
+}
