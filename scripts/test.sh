@@ -21,4 +21,14 @@ cargo build --workspace --bins
 step "cargo test --workspace"
 cargo test --workspace
 
+# The neural executor's second engine: ONNX Runtime, loaded from the wheel
+# that setup.sh installs. Lints, then the parity test against the PyTorch
+# fixtures through both engines.
+ORT_DYLIB_PATH=$(bash scripts/ort-lib.sh)
+export ORT_DYLIB_PATH
+step "cargo clippy -p kgbox-neural --features ort --all-targets -- -D warnings"
+cargo clippy -p kgbox-neural --features ort --all-targets -- -D warnings
+step "cargo test -p kgbox-neural --features ort (ORT_DYLIB_PATH=$ORT_DYLIB_PATH)"
+cargo test -p kgbox-neural --features ort
+
 step "all checks passed"

@@ -11,14 +11,15 @@ use crate::loaded::LoadedBundle;
 
 /// Whether the bundle carries a neural query model.
 pub fn has_model(bundle: &LoadedBundle) -> bool {
-    bundle
-        .section(kgbox_bundle::sections::ULTRA_META)
-        .is_some()
+    bundle.section(kgbox_bundle::sections::ULTRA_META).is_some()
 }
 
 /// Loads the bundle's ULTRA model into the configured engine; `Ok(None)`
 /// when the bundle has none.
-pub fn load_model(bundle: &LoadedBundle, cfg: &ExecutorConfig) -> Result<Option<UltraModel>, String> {
+pub fn load_model(
+    bundle: &LoadedBundle,
+    cfg: &ExecutorConfig,
+) -> Result<Option<UltraModel>, String> {
     let kg = bundle.kg().map_err(|e| e.to_string())?;
     UltraModel::from_sections(
         |name| bundle.section(name),
@@ -42,9 +43,7 @@ pub fn run_query(
     let projector = model.map(|m| NeuralProjector::new(kg, m, seppr));
     let projector = match opts.executor {
         Executor::Symbolic => None,
-        _ => projector
-            .as_ref()
-            .map(|p| p as &dyn kgbox_query::Projector),
+        _ => projector.as_ref().map(|p| p as &dyn kgbox_query::Projector),
     };
     kgbox_query::run_query_with(kg, text, limits, opts, projector)
 }

@@ -101,7 +101,9 @@ pub fn load(kind: EngineKind, device: Device, onnx: &[u8]) -> Result<Box<dyn Eng
                     "tract runs on the CPU only; use the ort engine for CUDA".into(),
                 ));
             }
-            Ok(Box::new(crate::engine::tract::TractEngine::from_bytes(onnx)?))
+            Ok(Box::new(crate::engine::tract::TractEngine::from_bytes(
+                onnx,
+            )?))
         }
         #[cfg(feature = "ort")]
         EngineKind::Ort => Ok(Box::new(crate::engine::ort::OrtEngine::from_bytes(

@@ -41,7 +41,7 @@ impl std::fmt::Debug for UltraModel {
 
 /// Decodes `f32` little-endian values.
 pub fn decode_f32s(bytes: &[u8]) -> Result<Vec<f32>> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(NeuralError::Invalid(format!(
             "{} bytes is not a whole number of f32 values",
             bytes.len()
@@ -100,10 +100,18 @@ impl UltraModel {
             )));
         }
         let onnx = get(sections::ULTRA_ENTITY_ONNX).ok_or_else(|| {
-            NeuralError::Invalid(format!("{} without {}", sections::ULTRA_META, sections::ULTRA_ENTITY_ONNX))
+            NeuralError::Invalid(format!(
+                "{} without {}",
+                sections::ULTRA_META,
+                sections::ULTRA_ENTITY_ONNX
+            ))
         })?;
         let relreps = get(sections::ULTRA_RELREPS).ok_or_else(|| {
-            NeuralError::Invalid(format!("{} without {}", sections::ULTRA_META, sections::ULTRA_RELREPS))
+            NeuralError::Invalid(format!(
+                "{} without {}",
+                sections::ULTRA_META,
+                sections::ULTRA_RELREPS
+            ))
         })?;
         let engine = engine::load(kind, device, onnx)?;
         UltraModel::new(engine, meta, decode_f32s(relreps)?).map(Some)
@@ -136,11 +144,16 @@ impl UltraModel {
         let mut rel_reps = Vec::with_capacity(b * nr * d);
         for q in queries {
             let reps = self.rel_reps(q.condition).ok_or_else(|| {
-                NeuralError::Run(format!("relation {} out of range ({nr} types)", q.condition))
+                NeuralError::Run(format!(
+                    "relation {} out of range ({nr} types)",
+                    q.condition
+                ))
             })?;
-            let vector = reps.get(q.relation * d..(q.relation + 1) * d).ok_or_else(|| {
-                NeuralError::Run(format!("relation {} out of range ({nr} types)", q.relation))
-            })?;
+            let vector = reps
+                .get(q.relation * d..(q.relation + 1) * d)
+                .ok_or_else(|| {
+                    NeuralError::Run(format!("relation {} out of range ({nr} types)", q.relation))
+                })?;
             if q.h_prob.len() != n {
                 return Err(NeuralError::Run(format!(
                     "start set over {} nodes for a graph of {n}",

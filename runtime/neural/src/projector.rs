@@ -33,12 +33,7 @@ impl Projector for NeuralProjector<'_, '_> {
         let nodes = seppr::top_nodes(self.kg, &seeds, &self.params);
         let graph = Subgraph::induced(self.kg, nodes);
         let h_prob: Vec<f32> = graph.nodes.iter().map(|&v| x.get(v)).collect();
-        let r = relation as usize
-            + if inverse {
-                self.kg.relation_count()
-            } else {
-                0
-            };
+        let r = relation as usize + if inverse { self.kg.relation_count() } else { 0 };
         let logits = self
             .model
             .logits(

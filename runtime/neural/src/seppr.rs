@@ -20,7 +20,7 @@ pub struct SepprParams {
 }
 
 /// Default subgraph size on a CPU (see `docs/performance.md`).
-pub const DEFAULT_K: usize = 2000;
+pub const DEFAULT_K: usize = 500;
 
 impl Default for SepprParams {
     fn default() -> Self {

@@ -136,7 +136,10 @@ fn check(name: &str) {
             let d1 = max_abs_diff(&single[0], &case.logits);
             let d2 = max_abs_diff(&batched[i], &case.logits);
             eprintln!("{name} {kind} case {i}: max |diff| {d1:.2e} (batched {d2:.2e})");
-            assert!(d1 <= TOLERANCE && d2 <= TOLERANCE, "{name} {kind} case {i}: {d1} / {d2}");
+            assert!(
+                d1 <= TOLERANCE && d2 <= TOLERANCE,
+                "{name} {kind} case {i}: {d1} / {d2}"
+            );
         }
     }
 }
@@ -157,6 +160,10 @@ fn a_bad_model_is_an_error_not_a_panic() {
         let err = engine::load(kind, Device::Cpu, b"not an onnx model");
         assert!(err.is_err(), "{kind} accepted garbage");
     }
-    let err = engine::load(EngineKind::Tract, Device::Cuda, &onnx("ultraquery", "entity"));
+    let err = engine::load(
+        EngineKind::Tract,
+        Device::Cuda,
+        &onnx("ultraquery", "entity"),
+    );
     assert!(err.is_err(), "tract cannot run on CUDA");
 }

@@ -304,8 +304,15 @@ impl<'a> Run<'_, 'a> {
         Ok(set)
     }
 
-    fn neural(&mut self, x: &FuzzySet, relation: u32, inverse: bool) -> Result<FuzzySet, ExecError> {
-        let projector = self.projector.ok_or(ExecError::NoModel(self.opts.executor))?;
+    fn neural(
+        &mut self,
+        x: &FuzzySet,
+        relation: u32,
+        inverse: bool,
+    ) -> Result<FuzzySet, ExecError> {
+        let projector = self
+            .projector
+            .ok_or(ExecError::NoModel(self.opts.executor))?;
         if let Some(d) = self.opts.deadline {
             if Instant::now() > d {
                 return Err(ExecError::Timeout);

@@ -22,6 +22,8 @@ pub mod run;
 
 pub use ast::Query;
 pub use diag::{DiagKind, Diagnostic};
-pub use exec::{execute, execute_with, Answer, Answers, ExecError, ExecOptions, Executor, Projector};
+pub use exec::{
+    execute, execute_with, Answer, Answers, ExecError, ExecOptions, Executor, Projector,
+};
 pub use parse::{parse, parse_with, ParseLimits};
 pub use run::{run_query, run_query_with, QueryError, Timings};

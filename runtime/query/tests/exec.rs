@@ -319,3 +319,68 @@ fn budgets_and_unknown_names_are_errors() {
         "{d}"
     );
 }
+
+/// A stand-in projection with fixed scores, to check how the executor
+/// combines a learned projection with the KG (the real one is tested in
+/// `kgbox-neural` and `tests/e2e/neural.rs`).
+struct FixedScores(Vec<(u32, f32)>);
+
+impl kgbox_query::Projector for FixedScores {
+    fn project(
+        &self,
+        _x: &kgbox_query::fuzzy::FuzzySet,
+        _relation: u32,
+        _inverse: bool,
+    ) -> Result<kgbox_query::fuzzy::FuzzySet, String> {
+        Ok(kgbox_query::fuzzy::FuzzySet::from_pairs(
+            self.0.clone(),
+            100_000,
+        ))
+    }
+}
+
+#[test]
+fn neural_and_hybrid_executors_combine_with_the_kg() {
+    use kgbox_query::exec::{execute_with, Executor, HYBRID_INFERRED_CAP};
+    let img = demo();
+    let kg = img.kg();
+    let q = p(e("Blade Runner"), "directed_by");
+    let plan = bind(&kg, &q, "").unwrap();
+    let ridley = kg.entity_id("Ridley Scott").unwrap();
+    let ford = kg.entity_id("Harrison Ford").unwrap();
+    let anchor = kg.entity_id("Blade Runner").unwrap();
+    // The model prefers a wrong answer and also scores the anchor.
+    let model = FixedScores(vec![(ford, 0.9), (ridley, 0.6), (anchor, 0.95)]);
+    let opts = |executor| ExecOptions {
+        executor,
+        ..ExecOptions::default()
+    };
+
+    // Without a projector the learned executors are refused.
+    let err = execute_with(&kg, &plan, &opts(Executor::Neural), None).unwrap_err();
+    assert_eq!(err, ExecError::NoModel(Executor::Neural));
+
+    let neural = execute_with(&kg, &plan, &opts(Executor::Neural), Some(&model)).unwrap();
+    let ids: Vec<u32> = neural.answers.iter().map(|a| a.entity).collect();
+    // The model's ranking, anchors removed.
+    assert_eq!(ids, [ford, ridley]);
+
+    let hybrid = execute_with(&kg, &plan, &opts(Executor::Hybrid), Some(&model)).unwrap();
+    let ids: Vec<u32> = hybrid.answers.iter().map(|a| a.entity).collect();
+    // The stated fact first (scaled into [0.99, 1] by the model), then the inferred one, capped.
+    assert_eq!(ids, [ridley, ford]);
+    assert!((hybrid.answers[0].score - (0.99 + 0.01 * 0.6)).abs() < 1e-6);
+    assert!((hybrid.answers[1].score - HYBRID_INFERRED_CAP * 0.9).abs() < 1e-6);
+    // Only the stated answer has a provenance path.
+    assert_eq!(hybrid.answers[0].paths.len(), 1);
+    assert!(hybrid.answers[1].paths.is_empty());
+}
+
+#[test]
+fn executor_names_round_trip() {
+    use kgbox_query::exec::Executor;
+    for e in Executor::ALL {
+        assert_eq!(e.name().parse::<Executor>().unwrap(), e);
+    }
+    assert!("quantum".parse::<Executor>().is_err());
+}

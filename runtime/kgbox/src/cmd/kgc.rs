@@ -57,8 +57,8 @@ pub fn run(cfg: &Config, args: &KgcArgs) -> Result<()> {
     let bundle = super::load_bundle(cfg, &args.source)?;
     let kg = bundle.kg()?;
     let exec = args.exec.apply(&cfg.executor);
-    let model = super::load_model(&bundle, &exec, true)?
-        .context("the bundle has no neural query model")?;
+    let model =
+        super::load_model(&bundle, &exec, true)?.context("the bundle has no neural query model")?;
     let (mut test, _) = read_facts(&kg, &args.test, true)?;
     if let Some(n) = args.limit {
         test.truncate(n);

@@ -161,7 +161,10 @@ fn run_query(
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "bad_request",
-            format!("seppr_k must be between 1 and {}", state.executor.max_seppr_k),
+            format!(
+                "seppr_k must be between 1 and {}",
+                state.executor.max_seppr_k
+            ),
         ));
     }
     let top_k = req.top_k.unwrap_or(cfg.top_k);
@@ -193,9 +196,9 @@ fn run_query(
         state.executor.seppr(seppr_k),
     )
     .map_err(|e| match e {
-            QueryError::Invalid(d) => diagnostic_error(&d),
-            QueryError::Exec(e) => exec_error(&e),
-        })?;
+        QueryError::Invalid(d) => diagnostic_error(&d),
+        QueryError::Exec(e) => exec_error(&e),
+    })?;
     let wire = answers
         .answers
         .iter()

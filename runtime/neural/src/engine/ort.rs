@@ -110,7 +110,8 @@ impl Engine for OrtEngine {
     }
 
     fn run(&self, inputs: &[(&str, Arg<'_>)]) -> Result<(Vec<usize>, Vec<f32>)> {
-        let mut values: Vec<(String, SessionInputValue<'static>)> = Vec::with_capacity(inputs.len());
+        let mut values: Vec<(String, SessionInputValue<'static>)> =
+            Vec::with_capacity(inputs.len());
         for (name, arg) in inputs {
             arg.check(name)?;
             let value: SessionInputValue<'static> = match arg {

@@ -1,0 +1,134 @@
+//! SEPPR, subgraph extraction and the relation graph on the demo bundle.
+#![allow(clippy::unwrap_used)]
+
+use kgbox_bundle::sections::include_in_image;
+use kgbox_bundle::{image, AlignedBytes, ImageView, Kg, Limits, PublicKey, TrustedKeys};
+use kgbox_neural::relgraph;
+use kgbox_neural::seppr::{top_nodes, SepprParams};
+use kgbox_neural::subgraph::Subgraph;
+
+const DEMO: &[u8] = include_bytes!("../../../demo/demo.kgb");
+const DEMO_KEY: &str = include_str!("../../../demo/DEMO-ONLY.pub");
+
+struct Image {
+    bytes: AlignedBytes,
+    view: ImageView,
+}
+
+fn demo() -> Image {
+    let keys = TrustedKeys::new(vec![PublicKey::parse(DEMO_KEY).unwrap()]);
+    let bytes = image::from_bundle_bytes(DEMO, &keys, &Limits::default()).unwrap();
+    let view = ImageView::parse(&bytes, include_in_image).unwrap();
+    Image { bytes, view }
+}
+
+impl Image {
+    fn kg(&self) -> Kg<'_> {
+        Kg::from_sections(|n| self.view.section(&self.bytes, n)).unwrap()
+    }
+}
+
+fn neighbours(kg: &Kg<'_>, v: u32) -> Vec<u32> {
+    let mut n: Vec<u32> = kg
+        .out
+        .edges(v)
+        .1
+        .iter()
+        .chain(kg.inc.edges(v).1)
+        .copied()
+        .collect();
+    n.sort_unstable();
+    n.dedup();
+    n
+}
+
+#[test]
+fn seppr_keeps_seeds_and_their_neighbourhood_first() {
+    let img = demo();
+    let kg = img.kg();
+    let seed = kg.entity_id("Blade Runner").unwrap();
+    let near = neighbours(&kg, seed);
+    let k = near.len() + 1;
+    let params = SepprParams {
+        k,
+        ..SepprParams::default()
+    };
+    let nodes = top_nodes(&kg, &[(seed, 1.0)], &params);
+    assert_eq!(nodes.len(), k);
+    assert!(nodes.windows(2).all(|w| w[0] < w[1]), "sorted, unique");
+    assert!(nodes.contains(&seed));
+    // With room for exactly the seed and its neighbours, those are the ones kept:
+    // direct neighbours hold far more mass than anything two hops away.
+    let mut want = near.clone();
+    want.push(seed);
+    want.sort_unstable();
+    assert_eq!(nodes, want);
+    // Deterministic.
+    assert_eq!(top_nodes(&kg, &[(seed, 1.0)], &params), nodes);
+
+    // Fuzzy seeds: a low-weight seed is kept even when k is tiny.
+    let other = kg.entity_id("Malcolm X").unwrap();
+    let tiny = SepprParams {
+        k: 1,
+        ..SepprParams::default()
+    };
+    let nodes = top_nodes(&kg, &[(seed, 1.0), (other, 0.01)], &tiny);
+    assert!(nodes.contains(&seed) && nodes.contains(&other), "{nodes:?}");
+    // No seeds, no nodes.
+    assert!(top_nodes(&kg, &[], &params).is_empty());
+    assert!(top_nodes(&kg, &[(seed, 0.0)], &params).is_empty());
+}
+
+#[test]
+fn subgraph_edges_come_in_both_directions() {
+    let img = demo();
+    let kg = img.kg();
+    let full = Subgraph::full(&kg);
+    assert_eq!(full.edge_count(), 2 * kg.triple_count());
+    let r = kg.relation_count() as i64;
+    let e = kg.triple_count();
+    for i in 0..e {
+        // Direct edge i: message from the tail into the head, type r;
+        // its inverse: from the head into the tail, type r + R.
+        assert_eq!(full.src[i], full.dst[e + i]);
+        assert_eq!(full.dst[i], full.src[e + i]);
+        assert_eq!(full.kind[i] + r, full.kind[e + i]);
+        assert!(full.kind[i] < r);
+    }
+    // Induced: only edges with both ends inside, in local ids.
+    let seed = kg.entity_id("Blade Runner").unwrap();
+    let mut nodes = neighbours(&kg, seed);
+    nodes.push(seed);
+    nodes.sort_unstable();
+    let g = Subgraph::induced(&kg, nodes.clone());
+    assert_eq!(g.nodes, nodes);
+    let n = nodes.len() as i64;
+    assert!(g.src.iter().chain(&g.dst).all(|&x| x >= 0 && x < n));
+    // Every fact of the seed is inside (its neighbours are all kept).
+    let facts = kg.out.degree(seed) + kg.inc.degree(seed);
+    assert!(g.edge_count() >= 2 * facts);
+}
+
+#[test]
+fn relation_graph_from_the_bundle_matches_the_one_from_facts() {
+    let img = demo();
+    let kg = img.kg();
+    let mut facts = Vec::new();
+    for h in 0..kg.entity_count() as u32 {
+        let (rels, tails) = kg.out.edges(h);
+        for (&r, &t) in rels.iter().zip(tails) {
+            facts.push([h, r, t]);
+        }
+    }
+    let a = relgraph::build(&kg);
+    let b = relgraph::build_from_facts(kg.entity_count(), kg.relation_count(), &facts);
+    assert_eq!(a, b);
+    let nr = 2 * kg.relation_count() as u32;
+    // Every relation type has a head-head self loop (it has heads), and
+    // edge types are 0..4.
+    for x in 0..nr {
+        assert!(a.contains(&[x, x, 0]), "no self loop for {x}");
+    }
+    assert!(a.iter().all(|e| e[2] < 4 && e[0] < nr && e[1] < nr));
+    assert_eq!(relgraph::encode(&a).len(), a.len() * 12);
+}

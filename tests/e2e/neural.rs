@@ -1,0 +1,226 @@
+//! The neural and hybrid executors end to end: a bundle packed with
+//! `--ultra` (the real UltraQuery export in `models/ultra/onnx/`), queried
+//! through the CLI and over HTTP.
+#![allow(clippy::unwrap_used)]
+
+use serde_json::json;
+
+use kgbox_testkit::*;
+
+const ONE_HOP: &str = "\"Blade Runner\" -> directed_by";
+const TWO_HOP: &str = "\"Malcolm X\" -> directed_by -> directed_by_inv";
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    keys: Keys,
+    bundle: std::path::PathBuf,
+}
+
+fn neural_bundle() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = Keys::new(dir.path(), "neural", 21);
+    let bundle = dir.path().join("demo-neural.kgb");
+    let ultra = repo_root().join("models/ultra/onnx/ultraquery");
+    pack(
+        &repo_root().join("demo/movies.tsv"),
+        "demo-neural",
+        "1.0.0",
+        &keys,
+        &bundle,
+        &["--ultra", ultra.to_str().unwrap()],
+    );
+    Fixture {
+        _dir: dir,
+        keys,
+        bundle,
+    }
+}
+
+fn names(v: &serde_json::Value) -> Vec<String> {
+    v["answers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn scores(v: &serde_json::Value) -> Vec<f64> {
+    v["answers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["score"].as_f64().unwrap())
+        .collect()
+}
+
+#[test]
+fn executors_over_http() {
+    let f = neural_bundle();
+    let device = Device::new(&[&f.keys.public], "");
+    device.install_ok(&f.bundle);
+    let server = device.serve();
+    let query = |q: &str, executor: &str| {
+        server.post_json(
+            "/v1/query",
+            &json!({"query": q, "executor": executor, "top_k": 10}),
+        )
+    };
+
+    let (status, sym) = query(ONE_HOP, "symbolic");
+    assert_eq!(status, 200, "{sym}");
+    assert_eq!(names(&sym), ["Ridley Scott"]);
+    assert_eq!(sym["executor"], "symbolic");
+
+    // Neural: sigmoid scores over the SEPPR subgraph, stated or not.
+    let (status, neu) = query(ONE_HOP, "neural");
+    assert_eq!(status, 200, "{neu}");
+    assert_eq!(neu["executor"], "neural");
+    assert!(neu["total"].as_u64().unwrap() > 10, "{neu}");
+    assert!(scores(&neu).iter().all(|s| *s > 0.0 && *s < 1.0), "{neu}");
+    assert!(names(&neu).contains(&"Ridley Scott".to_string()), "{neu}");
+
+    // Hybrid: the stated answer first, near 1; inferred ones capped at 0.5.
+    let (status, hyb) = query(ONE_HOP, "hybrid");
+    assert_eq!(status, 200, "{hyb}");
+    assert_eq!(names(&hyb)[0], "Ridley Scott", "{hyb}");
+    let s = scores(&hyb);
+    assert!(s[0] >= 0.99 && s[0] <= 1.0, "{hyb}");
+    assert!(s[1..].iter().all(|x| *x <= 0.5), "{hyb}");
+    // The stated answer keeps its provenance.
+    assert_eq!(
+        hyb["answers"][0]["paths"][0][0],
+        json!(["Blade Runner", "directed_by", "Ridley Scott"])
+    );
+
+    // Two hops: the model alone finds Spike Lee's other film, and never the anchor.
+    let (status, neu2) = query(TWO_HOP, "neural");
+    assert_eq!(status, 200, "{neu2}");
+    assert_eq!(names(&neu2)[0], "Red Hook Summer", "{neu2}");
+    assert!(!names(&neu2).contains(&"Malcolm X".to_string()), "{neu2}");
+
+    // A smaller subgraph per request.
+    let (status, small) = server.post_json(
+        "/v1/query",
+        &json!({"query": ONE_HOP, "executor": "neural", "seppr_k": 20}),
+    );
+    assert_eq!(status, 200, "{small}");
+    assert!(small["total"].as_u64().unwrap() <= 20, "{small}");
+
+    // Bad requests.
+    let (status, v) = query(ONE_HOP, "quantum");
+    assert_eq!(status, 422, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown variant `quantum`"),
+        "{v}"
+    );
+    let (status, v) = server.post_json(
+        "/v1/query",
+        &json!({"query": ONE_HOP, "executor": "neural", "seppr_k": 0}),
+    );
+    assert_eq!(status, 400, "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("seppr_k"),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_bundle_without_a_model_refuses_the_neural_executors() {
+    // The built-in demo has no neural model.
+    let device = Device::new(&[], "");
+    let server = device.serve();
+    for executor in ["neural", "hybrid"] {
+        let (status, v) = server.post_json(
+            "/v1/query",
+            &json!({"query": ONE_HOP, "executor": executor}),
+        );
+        assert_eq!(status, 422, "{v}");
+        assert_eq!(v["error"]["code"], "no_neural_model", "{v}");
+    }
+    let o = device.kgbox(&["query", "--executor", "neural", ONE_HOP]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--ultra"), "{}", stderr(&o));
+}
+
+#[test]
+fn cli_query_and_kgc_eval() {
+    let f = neural_bundle();
+    let device = Device::new(&[&f.keys.public], "");
+    let bundle = f.bundle.to_str().unwrap();
+    let o = device.kgbox(&[
+        "query",
+        "--bundle",
+        bundle,
+        "--executor",
+        "hybrid",
+        "--top-k",
+        "3",
+        ONE_HOP,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("hybrid executor"), "{out}");
+    assert!(out.contains("1. Ridley Scott"), "{out}");
+
+    // Link prediction over a few facts of the graph itself: each test fact
+    // is in the graph, so its rank is small, and the report is well formed.
+    let test = f._dir.path().join("test.tsv");
+    std::fs::write(
+        &test,
+        "Blade Runner\tdirected_by\tRidley Scott\nMalcolm X\tdirected_by\tSpike Lee\n",
+    )
+    .unwrap();
+    let o = device.kgbox(&[
+        "eval",
+        "kgc",
+        "--bundle",
+        bundle,
+        "--test",
+        test.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["queries"], 4, "{v}");
+    let mrr = v["mrr"].as_f64().unwrap();
+    assert!(mrr > 0.0 && mrr <= 1.0, "{v}");
+    assert!(v["hits_at_10"].as_f64().unwrap() >= v["hits_at_1"].as_f64().unwrap());
+
+    // A test fact naming something the bundle lacks is a clear error.
+    std::fs::write(&test, "Blade Runner\tdirected_by\tNobody Known\n").unwrap();
+    let o = device.kgbox(&[
+        "eval",
+        "kgc",
+        "--bundle",
+        bundle,
+        "--test",
+        test.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("test.tsv:1"), "{}", stderr(&o));
+
+    // The ort engine without its library (or in a build without the
+    // feature): a clear error either way.
+    let o = run(device
+        .command(&[
+            "query",
+            "--bundle",
+            bundle,
+            "--executor",
+            "neural",
+            "--engine",
+            "ort",
+            ONE_HOP,
+        ])
+        .env_remove("ORT_DYLIB_PATH"));
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("not built into this binary") || err.contains("ORT_DYLIB_PATH is not set"),
+        "{err}"
+    );
+}
