@@ -224,3 +224,29 @@ fn cli_query_and_kgc_eval() {
         "{err}"
     );
 }
+
+#[test]
+fn a_model_the_engine_cannot_load_leaves_the_graph_serving() {
+    // engine = "ort" without its library (or without the feature): serve
+    // starts, answers symbolically, and refuses the neural executors.
+    let f = neural_bundle();
+    let device = Device::new(&[&f.keys.public], "[executor]\nengine = \"ort\"");
+    device.install_ok(&f.bundle);
+    let mut cmd = device.command(&["serve"]);
+    cmd.env_remove("ORT_DYLIB_PATH");
+    let server = Server::start(cmd);
+    let (status, v) = server.post_json("/v1/query", &json!({"query": ONE_HOP}));
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(names(&v), ["Ridley Scott"]);
+    let (status, v) = server.post_json(
+        "/v1/query",
+        &json!({"query": ONE_HOP, "executor": "hybrid"}),
+    );
+    assert_eq!(status, 422, "{v}");
+    assert_eq!(v["error"]["code"], "no_neural_model", "{v}");
+    assert!(
+        server.log().contains("serving the symbolic executor only"),
+        "{}",
+        server.log()
+    );
+}

@@ -115,6 +115,36 @@ pub fn from_bundle_bytes(
     Ok(AlignedBytes::from_slice(&out))
 }
 
+/// A verified bundle's image held in memory with its parsed view: the
+/// in-memory counterpart of a mapped slot (tests and tools).
+#[derive(Debug, Clone)]
+pub struct OwnedImage {
+    bytes: AlignedBytes,
+    view: ImageView,
+}
+
+impl OwnedImage {
+    /// Verifies `bundle` (see [`from_bundle_bytes`]) and parses its image.
+    pub fn from_bundle_bytes(
+        bundle: &[u8],
+        keys: &crate::TrustedKeys,
+        limits: &Limits,
+    ) -> Result<OwnedImage> {
+        let bytes = from_bundle_bytes(bundle, keys, limits)?;
+        let view = ImageView::parse(&bytes, crate::sections::include_in_image)?;
+        Ok(OwnedImage { bytes, view })
+    }
+
+    pub fn section(&self, name: &str) -> Option<&[u8]> {
+        self.view.section(&self.bytes, name)
+    }
+
+    /// Typed views of the graph.
+    pub fn kg(&self) -> Result<crate::Kg<'_>> {
+        crate::Kg::from_sections(|name| self.section(name))
+    }
+}
+
 /// A validated view of image bytes (mapped or owned).
 #[derive(Debug, Clone)]
 pub struct ImageView {

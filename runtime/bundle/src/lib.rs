@@ -31,7 +31,7 @@ pub mod writer;
 
 pub use error::{BundleError, Result};
 pub use format::{Prefix, SectionEntry, FORMAT_VERSION};
-pub use image::{AlignedBytes, ImageView};
+pub use image::{AlignedBytes, ImageView, OwnedImage};
 pub use keys::{KeyId, PublicKey, SecretKey, TrustedKeys};
 pub use kg::Kg;
 pub use manifest::{KgStats, Manifest, ModelInfo};

@@ -1,8 +1,7 @@
 //! SEPPR, subgraph extraction and the relation graph on the demo bundle.
 #![allow(clippy::unwrap_used)]
 
-use kgbox_bundle::sections::include_in_image;
-use kgbox_bundle::{image, AlignedBytes, ImageView, Kg, Limits, PublicKey, TrustedKeys};
+use kgbox_bundle::{Kg, Limits, OwnedImage, PublicKey, TrustedKeys};
 use kgbox_neural::relgraph;
 use kgbox_neural::seppr::{top_nodes, SepprParams};
 use kgbox_neural::subgraph::Subgraph;
@@ -10,22 +9,9 @@ use kgbox_neural::subgraph::Subgraph;
 const DEMO: &[u8] = include_bytes!("../../../demo/demo.kgb");
 const DEMO_KEY: &str = include_str!("../../../demo/DEMO-ONLY.pub");
 
-struct Image {
-    bytes: AlignedBytes,
-    view: ImageView,
-}
-
-fn demo() -> Image {
+fn demo() -> OwnedImage {
     let keys = TrustedKeys::new(vec![PublicKey::parse(DEMO_KEY).unwrap()]);
-    let bytes = image::from_bundle_bytes(DEMO, &keys, &Limits::default()).unwrap();
-    let view = ImageView::parse(&bytes, include_in_image).unwrap();
-    Image { bytes, view }
-}
-
-impl Image {
-    fn kg(&self) -> Kg<'_> {
-        Kg::from_sections(|n| self.view.section(&self.bytes, n)).unwrap()
-    }
+    OwnedImage::from_bundle_bytes(DEMO, &keys, &Limits::default()).unwrap()
 }
 
 fn neighbours(kg: &Kg<'_>, v: u32) -> Vec<u32> {
@@ -45,7 +31,7 @@ fn neighbours(kg: &Kg<'_>, v: u32) -> Vec<u32> {
 #[test]
 fn seppr_keeps_seeds_and_their_neighbourhood_first() {
     let img = demo();
-    let kg = img.kg();
+    let kg = img.kg().unwrap();
     let seed = kg.entity_id("Blade Runner").unwrap();
     let near = neighbours(&kg, seed);
     let k = near.len() + 1;
@@ -82,7 +68,7 @@ fn seppr_keeps_seeds_and_their_neighbourhood_first() {
 #[test]
 fn subgraph_edges_come_in_both_directions() {
     let img = demo();
-    let kg = img.kg();
+    let kg = img.kg().unwrap();
     let full = Subgraph::full(&kg);
     assert_eq!(full.edge_count(), 2 * kg.triple_count());
     let r = kg.relation_count() as i64;
@@ -112,7 +98,7 @@ fn subgraph_edges_come_in_both_directions() {
 #[test]
 fn relation_graph_from_the_bundle_matches_the_one_from_facts() {
     let img = demo();
-    let kg = img.kg();
+    let kg = img.kg().unwrap();
     let mut facts = Vec::new();
     for h in 0..kg.entity_count() as u32 {
         let (rels, tails) = kg.out.edges(h);

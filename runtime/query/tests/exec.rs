@@ -3,8 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use kgbox_bundle::sections::include_in_image;
-use kgbox_bundle::{image, AlignedBytes, ImageView, Kg, Limits, PublicKey, TrustedKeys};
+use kgbox_bundle::{Kg, Limits, OwnedImage, PublicKey, TrustedKeys};
 use kgbox_query::ast::{EntityRef, Query, RelationRef, Span};
 use kgbox_query::bind::bind;
 use kgbox_query::exec::{execute, ExecError, ExecOptions};
@@ -13,22 +12,9 @@ const DEMO: &[u8] = include_bytes!("../../../demo/demo.kgb");
 const DEMO_KEY: &str = include_str!("../../../demo/DEMO-ONLY.pub");
 const DEMO_TSV: &str = include_str!("../../../demo/movies.tsv");
 
-struct Image {
-    bytes: AlignedBytes,
-    view: ImageView,
-}
-
-fn demo() -> Image {
+fn demo() -> OwnedImage {
     let keys = TrustedKeys::new(vec![PublicKey::parse(DEMO_KEY).unwrap()]);
-    let bytes = image::from_bundle_bytes(DEMO, &keys, &Limits::default()).unwrap();
-    let view = ImageView::parse(&bytes, include_in_image).unwrap();
-    Image { bytes, view }
-}
-
-impl Image {
-    fn kg(&self) -> Kg<'_> {
-        Kg::from_sections(|n| self.view.section(&self.bytes, n)).unwrap()
-    }
+    OwnedImage::from_bundle_bytes(DEMO, &keys, &Limits::default()).unwrap()
 }
 
 fn e(name: &str) -> Query {
@@ -118,7 +104,7 @@ fn answer_names(kg: &Kg<'_>, q: &Query, opts: &ExecOptions) -> BTreeSet<String> 
 #[test]
 fn chains_match_the_reference_traversal() {
     let img = demo();
-    let kg = img.kg();
+    let kg = img.kg().unwrap();
     let adj = adjacency();
     let opts = ExecOptions::default();
     let heads: BTreeSet<&str> = DEMO_TSV
@@ -150,7 +136,7 @@ fn chains_match_the_reference_traversal() {
 #[test]
 fn scores_paths_and_anchor_exclusion() {
     let img = demo();
-    let kg = img.kg();
+    let kg = img.kg().unwrap();
     let q = p(e("Blade Runner"), "directed_by");
     let plan = bind(&kg, &q, "").unwrap();
     let out = execute(&kg, &plan, &ExecOptions::default()).unwrap();
@@ -202,7 +188,7 @@ fn scores_paths_and_anchor_exclusion() {
 #[test]
 fn and_or_not_follow_set_semantics() {
     let img = demo();
-    let kg = img.kg();
+    let kg = img.kg().unwrap();
     let opts = ExecOptions::default();
     let scott = p(e("Ridley Scott"), "directed_by_inv");
     let y1982 = p(e("1982"), "release_year_inv");
@@ -224,7 +210,7 @@ fn and_or_not_follow_set_semantics() {
 #[test]
 fn probing_hubs_gives_the_same_answers() {
     let img = demo();
-    let kg = img.kg();
+    let kg = img.kg().unwrap();
     let expand = ExecOptions {
         fanout_limit: usize::MAX,
         ..ExecOptions::default()
@@ -280,7 +266,7 @@ fn probing_hubs_gives_the_same_answers() {
 #[test]
 fn budgets_and_unknown_names_are_errors() {
     let img = demo();
-    let kg = img.kg();
+    let kg = img.kg().unwrap();
     let q = p(p(e("English"), "in_language_inv"), "has_tags");
     let plan = bind(&kg, &q, "").unwrap();
     let err = execute(
@@ -343,7 +329,7 @@ impl kgbox_query::Projector for FixedScores {
 fn neural_and_hybrid_executors_combine_with_the_kg() {
     use kgbox_query::exec::{execute_with, Executor, HYBRID_INFERRED_CAP};
     let img = demo();
-    let kg = img.kg();
+    let kg = img.kg().unwrap();
     let q = p(e("Blade Runner"), "directed_by");
     let plan = bind(&kg, &q, "").unwrap();
     let ridley = kg.entity_id("Ridley Scott").unwrap();

@@ -79,9 +79,16 @@ pub fn run(cfg: Config, started: Instant) -> Result<()> {
             }
             Ok(None) => None,
             Err(e) => {
-                // The configured engine was asked for explicitly: refuse to
-                // start rather than silently serving without it.
-                anyhow::bail!("cannot load the bundle's neural query model with engine {} on device {:?}: {e}", cfg.executor.engine, cfg.executor.device);
+                // Keep answering from the graph: a device that stops serving
+                // over a model it cannot run helps no one. Neural and hybrid
+                // requests get `no_neural_model` until this is fixed.
+                tracing::error!(
+                    error = %e,
+                    engine = %cfg.executor.engine,
+                    device = ?cfg.executor.device,
+                    "cannot load the bundle's neural query model: serving the symbolic executor only"
+                );
+                None
             }
         }
     } else {
