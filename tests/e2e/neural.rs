@@ -230,14 +230,19 @@ fn a_model_the_engine_cannot_load_leaves_the_graph_serving() {
     // engine = "ort" without its library (or without the feature): serve
     // starts, answers symbolically, and refuses the neural executors.
     let f = neural_bundle();
-    let device = Device::new(&[&f.keys.public], "[executor]\nengine = \"ort\"");
+    let device = Device::new(
+        &[&f.keys.public],
+        "[executor]\nengine = \"ort\"\nmode = \"hybrid\"",
+    );
     device.install_ok(&f.bundle);
     let mut cmd = device.command(&["serve"]);
     cmd.env_remove("ORT_DYLIB_PATH");
     let server = Server::start(cmd);
+    // The configured default (hybrid) falls back to symbolic.
     let (status, v) = server.post_json("/v1/query", &json!({"query": ONE_HOP}));
     assert_eq!(status, 200, "{v}");
     assert_eq!(names(&v), ["Ridley Scott"]);
+    assert_eq!(v["executor"], "symbolic", "{v}");
     let (status, v) = server.post_json(
         "/v1/query",
         &json!({"query": ONE_HOP, "executor": "hybrid"}),

@@ -92,11 +92,16 @@ pub fn run(cfg: Config, started: Instant) -> Result<()> {
             }
         }
     } else {
-        if cfg.executor.mode != kgbox_query::Executor::Symbolic {
-            tracing::warn!(mode = %cfg.executor.mode, "the bundle has no neural query model: requests without an explicit executor fail");
-        }
         None
     };
+    let mut executor = cfg.executor.clone();
+    if model.is_none() && executor.mode != kgbox_query::Executor::Symbolic {
+        tracing::warn!(
+            configured = %executor.mode,
+            "no neural query model: requests that name no executor run symbolic"
+        );
+        executor.mode = kgbox_query::Executor::Symbolic;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -115,7 +120,7 @@ pub fn run(cfg: Config, started: Instant) -> Result<()> {
             query: cfg.query.clone(),
             request_timeout: std::time::Duration::from_millis(cfg.http.request_timeout_ms),
             encoder,
-            executor: cfg.executor.clone(),
+            executor,
             model,
         });
         state.ready.store(true, Ordering::Release);
