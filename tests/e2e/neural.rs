@@ -255,3 +255,29 @@ fn a_model_the_engine_cannot_load_leaves_the_graph_serving() {
         server.log()
     );
 }
+
+#[test]
+fn bad_executor_config_is_named() {
+    for (config, needle) in [
+        ("[executor]\nmode = \"quantum\"", "quantum"),
+        ("[executor]\nengine = \"cudnn\"", "cudnn"),
+        ("[executor]\ndevice = \"tpu\"", "tpu"),
+        ("[executor]\nseppr_k = 0", "executor.seppr_k"),
+        (
+            "[executor]\nseppr_k = 100\nmax_seppr_k = 10",
+            "executor.seppr_k",
+        ),
+    ] {
+        let device = Device::new(&[], config);
+        let o = device.kgbox(&["status"]);
+        assert!(!o.status.success(), "{config}");
+        assert!(stderr(&o).contains(needle), "{config}: {}", stderr(&o));
+    }
+    // Environment overrides reach the section too.
+    let device = Device::new(&[], "");
+    let o = run(device
+        .command(&["status"])
+        .env("KGBOX_EXECUTOR__SEPPR_K", "0"));
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("executor.seppr_k"), "{}", stderr(&o));
+}

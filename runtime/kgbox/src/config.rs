@@ -253,6 +253,13 @@ impl Config {
                 "http.max_concurrency must be at least 1".into(),
             ));
         }
+        let e = &self.executor;
+        if e.seppr_k == 0 || e.seppr_k > e.max_seppr_k {
+            return Err(Error::Config(format!(
+                "executor.seppr_k must be between 1 and executor.max_seppr_k ({}), got {}",
+                e.max_seppr_k, e.seppr_k
+            )));
+        }
         Ok(())
     }
 
