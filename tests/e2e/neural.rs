@@ -36,15 +36,6 @@ fn neural_bundle() -> Fixture {
     }
 }
 
-fn names(v: &serde_json::Value) -> Vec<String> {
-    v["answers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["name"].as_str().unwrap().to_string())
-        .collect()
-}
-
 fn scores(v: &serde_json::Value) -> Vec<f64> {
     v["answers"]
         .as_array()
@@ -69,7 +60,7 @@ fn executors_over_http() {
 
     let (status, sym) = query(ONE_HOP, "symbolic");
     assert_eq!(status, 200, "{sym}");
-    assert_eq!(names(&sym), ["Ridley Scott"]);
+    assert_eq!(answer_names(&sym), ["Ridley Scott"]);
     assert_eq!(sym["executor"], "symbolic");
 
     // Neural: sigmoid scores over the SEPPR subgraph, stated or not.
@@ -78,12 +69,15 @@ fn executors_over_http() {
     assert_eq!(neu["executor"], "neural");
     assert!(neu["total"].as_u64().unwrap() > 10, "{neu}");
     assert!(scores(&neu).iter().all(|s| *s > 0.0 && *s < 1.0), "{neu}");
-    assert!(names(&neu).contains(&"Ridley Scott".to_string()), "{neu}");
+    assert!(
+        answer_names(&neu).contains(&"Ridley Scott".to_string()),
+        "{neu}"
+    );
 
     // Hybrid: the stated answer first, near 1; inferred ones capped at 0.5.
     let (status, hyb) = query(ONE_HOP, "hybrid");
     assert_eq!(status, 200, "{hyb}");
-    assert_eq!(names(&hyb)[0], "Ridley Scott", "{hyb}");
+    assert_eq!(answer_names(&hyb)[0], "Ridley Scott", "{hyb}");
     let s = scores(&hyb);
     assert!(s[0] >= 0.99 && s[0] <= 1.0, "{hyb}");
     assert!(s[1..].iter().all(|x| *x <= 0.5), "{hyb}");
@@ -96,8 +90,11 @@ fn executors_over_http() {
     // Two hops: the model alone finds Spike Lee's other film, and never the anchor.
     let (status, neu2) = query(TWO_HOP, "neural");
     assert_eq!(status, 200, "{neu2}");
-    assert_eq!(names(&neu2)[0], "Red Hook Summer", "{neu2}");
-    assert!(!names(&neu2).contains(&"Malcolm X".to_string()), "{neu2}");
+    assert_eq!(answer_names(&neu2)[0], "Red Hook Summer", "{neu2}");
+    assert!(
+        !answer_names(&neu2).contains(&"Malcolm X".to_string()),
+        "{neu2}"
+    );
 
     // A smaller subgraph per request.
     let (status, small) = server.post_json(
@@ -144,6 +141,16 @@ fn a_bundle_without_a_model_refuses_the_neural_executors() {
     let o = device.kgbox(&["query", "--executor", "neural", ONE_HOP]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--ultra"), "{}", stderr(&o));
+    // Link prediction needs the model whatever the executor.
+    let test = device.dir.path().join("test.tsv");
+    std::fs::write(&test, "Blade Runner\tdirected_by\tRidley Scott\n").unwrap();
+    let o = device.kgbox(&["eval", "kgc", "--test", test.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("this command needs a bundle with a neural query model"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -174,15 +181,19 @@ fn cli_query_and_kgc_eval() {
         "Blade Runner\tdirected_by\tRidley Scott\nMalcolm X\tdirected_by\tSpike Lee\n",
     )
     .unwrap();
-    let o = device.kgbox(&[
-        "eval",
-        "kgc",
-        "--bundle",
-        bundle,
-        "--test",
-        test.to_str().unwrap(),
-        "--json",
-    ]);
+    let kgc = |extra: &[&str]| {
+        let mut args = vec![
+            "eval",
+            "kgc",
+            "--bundle",
+            bundle,
+            "--test",
+            test.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        device.kgbox(&args)
+    };
+    let o = kgc(&["--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["queries"], 4, "{v}");
@@ -192,14 +203,7 @@ fn cli_query_and_kgc_eval() {
 
     // A test fact naming something the bundle lacks is a clear error.
     std::fs::write(&test, "Blade Runner\tdirected_by\tNobody Known\n").unwrap();
-    let o = device.kgbox(&[
-        "eval",
-        "kgc",
-        "--bundle",
-        bundle,
-        "--test",
-        test.to_str().unwrap(),
-    ]);
+    let o = kgc(&[]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("test.tsv:1"), "{}", stderr(&o));
 
@@ -241,7 +245,7 @@ fn a_model_the_engine_cannot_load_leaves_the_graph_serving() {
     // The configured default (hybrid) falls back to symbolic.
     let (status, v) = server.post_json("/v1/query", &json!({"query": ONE_HOP}));
     assert_eq!(status, 200, "{v}");
-    assert_eq!(names(&v), ["Ridley Scott"]);
+    assert_eq!(answer_names(&v), ["Ridley Scott"]);
     assert_eq!(v["executor"], "symbolic", "{v}");
     let (status, v) = server.post_json(
         "/v1/query",

@@ -15,15 +15,6 @@ fn demo_server() -> (Device, Server) {
     (device, server)
 }
 
-fn names(v: &serde_json::Value) -> Vec<String> {
-    v["answers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["name"].as_str().unwrap().to_string())
-        .collect()
-}
-
 #[test]
 fn query_answers_with_scores_and_paths() {
     let (_d, server) = demo_server();
@@ -33,7 +24,7 @@ fn query_answers_with_scores_and_paths() {
     );
     assert_eq!(status, 200, "{v}");
     // Spike Lee's other film in the demo, never the anchor itself.
-    let got = names(&v);
+    let got = answer_names(&v);
     assert_eq!(got, [OTHER_FILM], "{v}");
     let a = &v["answers"][0];
     assert_eq!(a["score"], 1.0);
@@ -49,7 +40,7 @@ fn query_answers_with_scores_and_paths() {
         "/v1/query",
         &json!({"query": format!("\"{FILM}\" -> directed_by -> directed_by_inv"), "paths": false, "include_anchors": true, "top_k": 100}),
     );
-    assert!(names(&v).contains(&FILM.to_string()), "{v}");
+    assert!(answer_names(&v).contains(&FILM.to_string()), "{v}");
     assert!(v["answers"][0].get("paths").is_none());
 
     // AND with a hub and a NOT.

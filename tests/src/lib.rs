@@ -329,3 +329,13 @@ pub fn small_tsv(dir: &Path) -> PathBuf {
     .unwrap();
     p
 }
+
+/// The `name` of each answer of a `/v1/query` response, in order.
+pub fn answer_names(v: &serde_json::Value) -> Vec<String> {
+    v["answers"]
+        .as_array()
+        .expect("answers")
+        .iter()
+        .map(|a| a["name"].as_str().expect("name").to_string())
+        .collect()
+}

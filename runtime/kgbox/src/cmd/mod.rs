@@ -79,9 +79,13 @@ pub fn load_model(
         )
     })?;
     if model.is_none() {
+        let who = if always {
+            "this command".to_string()
+        } else {
+            format!("the {} executor", cfg.mode)
+        };
         anyhow::bail!(
-            "the {} executor needs a bundle with a neural query model (build it with `kgbox-pack build --ultra ...`)",
-            cfg.mode
+            "{who} needs a bundle with a neural query model (build it with `kgbox-pack build --ultra ...`)"
         );
     }
     Ok(model)
