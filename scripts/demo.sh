@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds kgbox, serves the built-in demo bundle on a
 # free local port and asks it one question:
-#   GET /v1/entities/Blade%20Runner?limit=5
+#   GET /v1/entities/Blade%20Runner?limit=5, a DSL query and a question (POST /v1/ask)
 # The server runs with an empty temporary data dir (so it serves the demo) and
 # is stopped on exit. Exits non-zero if any step fails.
 set -euo pipefail
@@ -100,4 +100,13 @@ QUERY='{"query": "\"Blade Runner\" -> directed_by", "top_k": 3}'
 echo
 echo "POST /v1/query $QUERY"
 answer=$(curl -fsS -H 'content-type: application/json' -d "$QUERY" "$base/v1/query")
+show "$answer"
+
+# A question in plain language: the bundle's learned planner turns it into a
+# query (trained by kgbox-pack from demo/planner-examples.tsv), the executor
+# runs it and the answers come back with the query used and the time per stage.
+ASK='{"question": "who directed [Blade Runner]", "top_k": 3}'
+echo
+echo "POST /v1/ask $ASK"
+answer=$(curl -fsS -H 'content-type: application/json' -d "$ASK" "$base/v1/ask")
 show "$answer"

@@ -7,4 +7,5 @@ cd "$(dirname "$0")/.."
 cargo build --quiet -p kgbox-pack
 SOURCE_DATE_EPOCH=1767225600 ./target/debug/kgbox-pack build \
   --triples demo/movies.tsv --name demo-movies --version 1.0.0 \
+  --planner-examples demo/planner-examples.tsv \
   --key demo/DEMO-ONLY.key --quiet -o demo/demo.kgb

@@ -59,6 +59,7 @@ pub fn pack_runs(kb: &Path, key: &SecretKey, out: &Path, runs: usize) -> Result<
         created_unix: Some(CREATED_UNIX),
         progress: false,
         ultra: None,
+        planner: None,
     };
     let mut times = Vec::with_capacity(runs);
     let mut last = None;

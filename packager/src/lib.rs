@@ -9,6 +9,7 @@ pub mod input;
 pub mod inspect;
 pub mod keygen;
 pub mod pack;
+pub mod planner;
 pub mod ultra;
 
 pub use pack::{pack, pack_with, PackOptions, PackReport};

@@ -75,6 +75,27 @@ struct BuildArgs {
     /// per relation; the bundle stores its output and the entity half.
     #[arg(long, value_name = "PREFIX")]
     ultra: Option<PathBuf>,
+    /// Train the learned planner (question -> query) on these examples:
+    /// `question<TAB>DSL[<TAB>answer1|answer2...]` lines, the topic entity
+    /// [bracketed] or written as in the graph. Answers, when given,
+    /// calibrate the answer threshold.
+    #[arg(long, value_name = "FILE")]
+    planner_examples: Option<PathBuf>,
+    /// The executor the planner's answer threshold is calibrated for
+    /// (default: hybrid with --ultra, else symbolic).
+    #[arg(long, value_enum, requires = "planner_examples")]
+    planner_executor: Option<PlannerExecutor>,
+    /// No planner sections at all (by default, a bundle with --embed gets
+    /// the zero-shot planner's relation vectors).
+    #[arg(long, conflicts_with = "planner_examples")]
+    no_planner: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum PlannerExecutor {
+    Symbolic,
+    Neural,
+    Hybrid,
 }
 
 #[derive(Subcommand)]
@@ -105,8 +126,18 @@ fn run() -> Result<()> {
                 public.display()
             );
         }
-        Command::Build(args) => {
+        Command::Build(mut args) => {
             let key = SecretKey::read(&args.key).context("cannot load the signing key")?;
+            let executor = match args.planner_executor {
+                Some(PlannerExecutor::Symbolic) => kgbox_query::Executor::Symbolic,
+                Some(PlannerExecutor::Neural) => kgbox_query::Executor::Neural,
+                Some(PlannerExecutor::Hybrid) => kgbox_query::Executor::Hybrid,
+                None if args.ultra.is_some() => kgbox_query::Executor::Hybrid,
+                None => kgbox_query::Executor::Symbolic,
+            };
+            let examples = args.planner_examples.take();
+            let planner = (!args.no_planner)
+                .then_some(kgbox_pack::planner::PlannerOptions { examples, executor });
             let opts = PackOptions {
                 triples: args.triples,
                 format: args.format,
@@ -122,6 +153,7 @@ fn run() -> Result<()> {
                     .ultra
                     .as_deref()
                     .map(kgbox_pack::ultra::UltraOptions::from_prefix),
+                planner,
             };
             let embed = match (args.embed, args.embed_model) {
                 (true, Some(model)) => Some(EmbedOptions {
@@ -135,6 +167,9 @@ fn run() -> Result<()> {
             let report = pack_with(&opts, embed.as_ref(), &key, &out)?;
             for w in &report.warnings {
                 eprintln!("warning: {w}");
+            }
+            for n in &report.notes {
+                eprintln!("{n}");
             }
             let s = &report.stats;
             println!(

@@ -35,6 +35,9 @@ pub struct PackOptions {
     pub progress: bool,
     /// Adds the neural query executor (`--ultra`).
     pub ultra: Option<crate::ultra::UltraOptions>,
+    /// The learned planner's examples and calibration (`None`: no planner
+    /// sections, not even the zero-shot relation vectors).
+    pub planner: Option<crate::planner::PlannerOptions>,
 }
 
 #[derive(Debug)]
@@ -42,6 +45,8 @@ pub struct PackReport {
     pub stats: KgStats,
     pub write: WriteReport,
     pub warnings: Vec<String>,
+    /// What the optional stages did (planner training), for the operator.
+    pub notes: Vec<String>,
     pub read_time: Duration,
     pub build_time: Duration,
     pub write_time: Duration,
@@ -153,6 +158,13 @@ pub fn pack_with(
         built.sections.extend(ultra.sections);
         models.push(ultra.model);
     }
+    let mut notes = Vec::new();
+    if let Some(planner_opts) = &opts.planner {
+        let planner = crate::planner::sections(&built.sections, planner_opts, opts.progress)?;
+        built.sections.extend(planner.sections);
+        models.extend(planner.model);
+        notes.extend(planner.report);
+    }
     let build_time = t1.elapsed();
 
     let t2 = Instant::now();
@@ -182,6 +194,7 @@ pub fn pack_with(
         stats: built.stats,
         write,
         warnings,
+        notes,
         read_time,
         build_time,
         write_time: t2.elapsed(),

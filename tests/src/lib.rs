@@ -3,6 +3,8 @@
 //! driven through the real `kgbox`, and servers reached over real HTTP.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod openai_server;
+
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -59,6 +59,7 @@ pub fn options(triples: &Path) -> PackOptions {
         created_unix: Some(1_700_000_000),
         progress: false,
         ultra: None,
+        planner: None,
     }
 }
 

@@ -40,6 +40,13 @@ pub const ULTRA_RELREPS: &str = "model.ultra.relreps";
 /// `(dst, src, type)`, type 0..4 (head-head, tail-tail, head-tail, tail-head).
 pub const ULTRA_RELGRAPH: &str = "model.ultra.relgraph";
 
+/// JSON: the learned planner (feature sizes, query templates, calibration).
+pub const PLANNER_META: &str = "planner.meta";
+/// The learned planner's weights: `f32` little-endian, `[template][feature + 1]`.
+pub const PLANNER_WEIGHTS: &str = "planner.weights";
+/// The zero-shot planner's relation vectors: `f32` little-endian, `[relation][dim]`.
+pub const PLANNER_RELVECS: &str = "planner.relvecs";
+
 /// Sections every KG bundle must have.
 pub const KG_REQUIRED: &[&str] = &[
     ENTITY_OFFSETS,
@@ -71,6 +78,9 @@ pub const KG_OPTIONAL: &[&str] = &[
     ULTRA_ENTITY_ONNX,
     ULTRA_RELREPS,
     ULTRA_RELGRAPH,
+    PLANNER_META,
+    PLANNER_WEIGHTS,
+    PLANNER_RELVECS,
 ];
 
 /// Whether this build knows how to use a section.

@@ -15,6 +15,7 @@ pub mod install;
 pub mod loaded;
 pub mod metrics;
 pub mod neural;
+pub mod qa;
 pub mod store;
 
 pub use config::Config;

@@ -77,6 +77,22 @@ enum Command {
         #[command(flatten)]
         exec: cmd::ExecArgs,
     },
+    /// Answer a question in natural language, e.g. `"who directed [Blade Runner]"`.
+    Ask {
+        question: String,
+        /// Final answers at most.
+        #[arg(long, default_value_t = 5)]
+        top_k: usize,
+        /// learned, llm or local (default: planner.kind).
+        #[arg(long)]
+        planner: Option<kgbox_qa::PlannerKind>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        source: cmd::BundleArgs,
+        #[command(flatten)]
+        exec: cmd::ExecArgs,
+    },
     /// Find entity mentions in text (`[bracketed]` mentions are taken as given).
     Link {
         text: String,
@@ -119,6 +135,33 @@ enum EvalCommand {
         /// 0.25 for hybrid, i.e. an inferred answer the model gives p >= 0.5).
         #[arg(long)]
         threshold: Option<f32>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        source: cmd::BundleArgs,
+        #[command(flatten)]
+        exec: cmd::ExecArgs,
+    },
+    /// Questions with their answers (MetaQA or PathQuestion files): Hits@1,
+    /// answer-set F1 and latency per stage.
+    Qa {
+        #[arg(long)]
+        questions: PathBuf,
+        #[arg(long, value_enum, default_value = "metaqa")]
+        format: cmd::ask::QaFormat,
+        /// Only the first N questions.
+        #[arg(long, conflicts_with = "sample")]
+        limit: Option<usize>,
+        /// N questions spread evenly over the file.
+        #[arg(long)]
+        sample: Option<usize>,
+        /// Final answers per question at most (the predicted set for F1).
+        #[arg(long, default_value_t = 1000)]
+        top_k: usize,
+        /// learned, llm or local (default: planner.kind).
+        #[arg(long)]
+        planner: Option<kgbox_qa::PlannerKind>,
+        /// One JSON object on the last line.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -186,6 +229,48 @@ fn run(started: Instant) -> Result<()> {
                 top_k,
                 paths,
                 include_anchors,
+                json,
+                source,
+                exec,
+            },
+        ),
+        Command::Ask {
+            question,
+            top_k,
+            planner,
+            json,
+            source,
+            exec,
+        } => cmd::ask::ask(
+            &cfg,
+            &cmd::ask::AskArgs {
+                question,
+                top_k,
+                planner,
+                json,
+                source,
+                exec,
+            },
+        ),
+        Command::Eval(EvalCommand::Qa {
+            questions,
+            format,
+            limit,
+            sample,
+            top_k,
+            planner,
+            json,
+            source,
+            exec,
+        }) => cmd::ask::eval_qa(
+            &cfg,
+            &cmd::ask::EvalQaArgs {
+                questions,
+                format,
+                limit,
+                sample,
+                top_k,
+                planner,
                 json,
                 source,
                 exec,

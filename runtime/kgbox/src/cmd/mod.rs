@@ -1,5 +1,6 @@
 //! One module per subcommand, and what several of them share.
 
+pub mod ask;
 pub mod eval;
 pub mod install;
 pub mod kgc;

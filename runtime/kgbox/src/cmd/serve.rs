@@ -102,6 +102,9 @@ pub fn run(cfg: Config, started: Instant) -> Result<()> {
         );
         executor.mode = kgbox_query::Executor::Symbolic;
     }
+    let qa = kgbox::qa::Qa::load(&bundle, encoder.clone(), &cfg)
+        .map_err(|e| anyhow::anyhow!("cannot set up question answering: {e}"))?;
+    tracing::info!(planner = %cfg.planner.kind, "question answering: {}", qa.describe());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -122,6 +125,8 @@ pub fn run(cfg: Config, started: Instant) -> Result<()> {
             encoder,
             executor,
             model,
+            qa: Arc::new(qa),
+            config: Arc::new(cfg.clone()),
         });
         state.ready.store(true, Ordering::Release);
         tracing::info!(%addr, startup_ms = state.startup_seconds * 1e3, "listening on http://{addr}");

@@ -16,6 +16,7 @@ use tower::limit::ConcurrencyLimitLayer;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::timeout::TimeoutLayer;
 
+mod ask;
 mod query;
 
 pub use query::{diagnostic_error, name_triple};
@@ -41,6 +42,10 @@ pub struct AppState {
     pub executor: crate::config::ExecutorConfig,
     /// The bundle's neural query model, when it carries one and it loaded.
     pub model: Option<Arc<kgbox_neural::UltraModel>>,
+    /// Planners, the LLM and its audit log.
+    pub qa: Arc<crate::qa::Qa>,
+    /// The configuration (planner and LLM settings for `/v1/ask`).
+    pub config: Arc<crate::config::Config>,
 }
 
 /// A JSON error: `{"error": {"code": ..., "message": ...}}`.
@@ -113,6 +118,7 @@ pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
         .route("/v1/query", post(query::query))
         .route("/v1/retrieve", post(query::retrieve_subgraph))
         .route("/v1/link", post(query::link))
+        .route("/v1/ask", post(ask::ask))
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
         })
@@ -228,6 +234,7 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
         &[],
         state.started.elapsed().as_secs_f64(),
     );
+    llm_metrics(&mut out, &state.qa.audit.stats());
     if let Some(rss) = resident_bytes() {
         gauge(
             &mut out,
@@ -238,6 +245,38 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
         );
     }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
+}
+
+/// Outbound LLM calls by purpose (from the audit log's counters).
+fn llm_metrics(
+    out: &mut String,
+    stats: &std::collections::BTreeMap<String, kgbox_qa::llm::audit::CallStats>,
+) {
+    let series: [(&str, &str, fn(&kgbox_qa::llm::audit::CallStats) -> u64); 4] = [
+        ("kgbox_llm_calls_total", "LLM calls made.", |s| s.calls),
+        ("kgbox_llm_errors_total", "LLM calls that failed.", |s| {
+            s.errors
+        }),
+        (
+            "kgbox_llm_bytes_sent_total",
+            "Request bytes sent to the LLM.",
+            |s| s.bytes_sent,
+        ),
+        (
+            "kgbox_llm_bytes_received_total",
+            "Reply bytes received from the LLM.",
+            |s| s.bytes_received,
+        ),
+    ];
+    for (name, help, get) in series {
+        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} counter\n"));
+        if stats.is_empty() {
+            out.push_str(&format!("{name}{{purpose=\"plan\"}} 0\n"));
+        }
+        for (purpose, s) in stats {
+            out.push_str(&format!("{name}{{purpose=\"{purpose}\"}} {}\n", get(s)));
+        }
+    }
 }
 
 async fn bundle(State(state): State<Arc<AppState>>) -> Json<serde_json::Value> {

@@ -92,7 +92,7 @@ pub fn diagnostic_error(d: &Diagnostic) -> ApiError {
     }))
 }
 
-fn exec_error(e: &ExecError) -> ApiError {
+pub fn exec_error(e: &ExecError) -> ApiError {
     match e {
         ExecError::Timeout => ApiError::new(StatusCode::REQUEST_TIMEOUT, "timeout", e.to_string()),
         ExecError::Budget { .. } => ApiError::new(

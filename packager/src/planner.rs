@@ -1,0 +1,311 @@
+//! `--planner-examples`: trains the learned planner on the operator's
+//! examples and calibrates it; with an encoder in the bundle, also writes the
+//! zero-shot planner's relation vectors (`planner.relvecs`).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use kgbox_bundle::image::AlignedBytes;
+use kgbox_bundle::sections as s;
+use kgbox_bundle::{Kg, ModelInfo};
+use kgbox_neural::engine::{Device, EngineKind};
+use kgbox_neural::seppr::SepprParams;
+use kgbox_neural::{NeuralProjector, UltraModel};
+use kgbox_qa::train::{self, CalibrationCase, Prepared, TrainOptions};
+use kgbox_qa::zeroshot::{relation_text, RelationVectors};
+use kgbox_qa::{Embedder, EncoderEmbedder};
+use kgbox_query::{ExecOptions, Executor, ParseLimits};
+
+/// Examples per template used to decide whether its queries keep anchors.
+const ANCHOR_SAMPLE: usize = 40;
+/// Examples used to calibrate the arbitrator's threshold.
+const THRESHOLD_SAMPLE: usize = 300;
+
+#[derive(Debug, Clone)]
+pub struct PlannerOptions {
+    /// `question<TAB>DSL[<TAB>answers]` lines; `None`: zero-shot vectors only.
+    pub examples: Option<PathBuf>,
+    /// The executor the threshold is calibrated with (the one the device will run).
+    pub executor: Executor,
+}
+
+pub struct PlannerSections {
+    pub sections: Vec<(&'static str, Vec<u8>)>,
+    pub model: Option<ModelInfo>,
+    /// Lines for the operator.
+    pub report: Vec<String>,
+}
+
+fn bar(enabled: bool, len: u64, what: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(
+        Some(len),
+        if enabled {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        },
+    );
+    if let Ok(style) = ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({eta})") {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(what.to_string());
+    bar
+}
+
+/// Builds the planner sections from the bundle's other sections.
+pub fn sections(
+    built: &[(&'static str, Vec<u8>)],
+    opts: &PlannerOptions,
+    progress: bool,
+) -> Result<PlannerSections> {
+    let aligned: HashMap<&str, AlignedBytes> = built
+        .iter()
+        .map(|(name, data)| (*name, AlignedBytes::from_slice(data)))
+        .collect();
+    let get = |name: &str| aligned.get(name).map(|a| &a[..]);
+    let kg = Kg::from_sections(get).context("the packed graph cannot be read back")?;
+    let embedder = match (get(s::ENCODER_ONNX), get(s::ENCODER_TOKENIZER)) {
+        (Some(onnx), Some(tok)) => {
+            let enc = kgbox_query::dense::Encoder::from_bytes(onnx, tok)
+                .context("the encoder cannot be loaded")?;
+            Some(EncoderEmbedder::new(Arc::new(enc)).map_err(anyhow::Error::msg)?)
+        }
+        _ => None,
+    };
+    let mut out = PlannerSections {
+        sections: Vec::new(),
+        model: None,
+        report: Vec::new(),
+    };
+    if let Some(e) = &embedder {
+        let texts: Vec<String> = (0..kg.relation_count() as u32)
+            .map(|r| relation_text(&kg, r))
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let vecs = e.embed(&refs).map_err(anyhow::Error::msg)?;
+        let rv = RelationVectors::new(e.dim(), vecs.into_iter().flatten().collect());
+        out.sections.push((s::PLANNER_RELVECS, rv.to_section()));
+        out.report.push(format!(
+            "zero-shot planner: {} relation texts embedded",
+            texts.len()
+        ));
+    }
+    let Some(path) = &opts.examples else {
+        return Ok(out);
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the planner examples {}", path.display()))?;
+    let examples =
+        train::parse_examples(&text).with_context(|| format!("in {}", path.display()))?;
+    let (prepared, skipped) = train::prepare(&kg, &examples);
+    if !skipped.is_empty() {
+        out.report.push(format!(
+            "planner: {} of {} examples skipped; the first: line {}: {}",
+            skipped.len(),
+            examples.len(),
+            skipped[0].0,
+            skipped[0].1
+        ));
+    }
+    let embed_bar = bar(progress, prepared.len() as u64, "planner: embedding");
+    let fit_bar = bar(progress, 1, "planner: fitting");
+    let mut on_progress = |stage: &str, done: usize, total: usize| match stage {
+        "embed" => embed_bar.set_position(done as u64),
+        _ => {
+            embed_bar.finish_and_clear();
+            fit_bar.set_message(format!("planner: {stage}"));
+            fit_bar.set_length(total as u64);
+            fit_bar.set_position(done as u64);
+        }
+    };
+    let encoder_name = embedder.as_ref().map(|_| kgbox_pack_encoder_name(built));
+    let mut report = train::train(
+        &kg,
+        &prepared,
+        skipped,
+        embedder.as_ref().map(|e| e as &dyn Embedder),
+        encoder_name.as_deref(),
+        &TrainOptions::default(),
+        &mut on_progress,
+    )
+    .with_context(|| format!("training the planner on {}", path.display()))?;
+    fit_bar.finish_and_clear();
+    out.report.push(format!(
+        "planner: {} examples, {} query templates, held-out accuracy {}",
+        report.used,
+        report.classes,
+        report
+            .heldout_accuracy
+            .map(|a| format!("{:.2}% ({} questions)", 100.0 * a, report.heldout))
+            .unwrap_or_else(|| "n/a (too few examples)".into())
+    ));
+
+    let calibration = calibrate(&kg, &get, &prepared, &report.planner, opts.executor)?;
+    report.planner.set_keep_anchors(calibration.keep_anchors);
+    if let Some((tau, f1)) = calibration.threshold {
+        report.planner.set_answer_threshold(tau);
+        out.report.push(format!(
+            "planner: answer threshold {tau:.2} (mean F1 {:.3} on {} examples, {} executor)",
+            f1, calibration.cases, opts.executor
+        ));
+    }
+    if calibration.kept > 0 {
+        out.report.push(format!(
+            "planner: {} templates keep anchor entities in their answers",
+            calibration.kept
+        ));
+    }
+    let (meta, weights) = report.planner.to_sections();
+    out.sections.push((s::PLANNER_META, meta));
+    out.sections.push((s::PLANNER_WEIGHTS, weights));
+    out.model = Some(ModelInfo {
+        name: "kgbox-learned-planner".into(),
+        section: s::PLANNER_WEIGHTS.into(),
+        engine: "linear".into(),
+        opset: 0,
+        role: "planner".into(),
+    });
+    Ok(out)
+}
+
+fn kgbox_pack_encoder_name(built: &[(&'static str, Vec<u8>)]) -> String {
+    built
+        .iter()
+        .find(|(n, _)| *n == s::DENSE_META)
+        .and_then(|(_, d)| kgbox_query::dense::DenseMeta::from_json(d).ok())
+        .map(|m| m.model)
+        .unwrap_or_else(|| "encoder".into())
+}
+
+struct Calibration {
+    keep_anchors: Vec<bool>,
+    kept: usize,
+    threshold: Option<(f32, f32)>,
+    cases: usize,
+}
+
+fn f1(found: &[String], gold: &HashSet<&str>) -> f32 {
+    let tp = found.iter().filter(|n| gold.contains(n.as_str())).count();
+    let denom = found.len() + gold.len();
+    if denom == 0 {
+        0.0
+    } else {
+        2.0 * tp as f32 / denom as f32
+    }
+}
+
+/// Decides per template whether to keep anchors, and calibrates the
+/// threshold, on examples that list their answers.
+fn calibrate<'a>(
+    kg: &Kg<'a>,
+    get: &impl Fn(&str) -> Option<&'a [u8]>,
+    prepared: &[Prepared],
+    planner: &kgbox_qa::LearnedPlanner,
+    executor: Executor,
+) -> Result<Calibration> {
+    let templates = &planner.meta.templates;
+    let mut by_template: BTreeMap<usize, Vec<&Prepared>> = BTreeMap::new();
+    for p in prepared.iter().filter(|p| p.answers.is_some()) {
+        if let Some(i) = templates.iter().position(|t| *t == p.template) {
+            by_template.entry(i).or_default().push(p);
+        }
+    }
+    let limits = ParseLimits::default();
+    let names = |answers: &kgbox_query::Answers| -> Vec<String> {
+        answers
+            .answers
+            .iter()
+            .filter_map(|a| kg.entity_name(a.entity).map(String::from))
+            .collect()
+    };
+    let run = |q: &str,
+               keep: bool,
+               executor: Executor,
+               projector: Option<&dyn kgbox_query::Projector>| {
+        let opts = ExecOptions {
+            top_k: 200,
+            max_paths: 0,
+            exclude_anchors: !keep,
+            executor,
+            ..ExecOptions::default()
+        };
+        kgbox_query::run_query_with(kg, q, &limits, &opts, projector).map(|(a, _)| a)
+    };
+    let mut keep_anchors = vec![false; templates.len()];
+    for (&class, examples) in &by_template {
+        let (mut with, mut without) = (0.0, 0.0);
+        for p in examples.iter().take(ANCHOR_SAMPLE) {
+            let Some(gold) = &p.answers else { continue };
+            let gold: HashSet<&str> = gold.iter().map(String::as_str).collect();
+            let name = kg.entity_name(p.entity).unwrap_or("");
+            let q = p.template.instantiate(name);
+            if let (Ok(a), Ok(b)) = (
+                run(&q, true, Executor::Symbolic, None),
+                run(&q, false, Executor::Symbolic, None),
+            ) {
+                with += f1(&names(&a), &gold);
+                without += f1(&names(&b), &gold);
+            }
+        }
+        keep_anchors[class] = with > without + 0.01 * examples.len().min(ANCHOR_SAMPLE) as f32;
+    }
+    let kept = keep_anchors.iter().filter(|k| **k).count();
+
+    // The threshold, on examples spread over the file.
+    let with_answers: Vec<&Prepared> = prepared.iter().filter(|p| p.answers.is_some()).collect();
+    if with_answers.is_empty() {
+        return Ok(Calibration {
+            keep_anchors,
+            kept,
+            threshold: None,
+            cases: 0,
+        });
+    }
+    let model = if executor == Executor::Symbolic {
+        None
+    } else {
+        let m = UltraModel::from_sections(get, kg.relation_count(), EngineKind::Tract, Device::Cpu)
+            .context("loading the neural model to calibrate the planner")?;
+        if m.is_none() {
+            bail!("--planner-executor {executor} needs the neural model (--ultra)");
+        }
+        m
+    };
+    let projector = model
+        .as_ref()
+        .map(|m| NeuralProjector::new(kg, m, SepprParams::default()));
+    let step = (with_answers.len() / THRESHOLD_SAMPLE).max(1);
+    let mut cases = Vec::new();
+    for p in with_answers.iter().step_by(step).take(THRESHOLD_SAMPLE) {
+        let Some(gold) = &p.answers else { continue };
+        let gold: HashSet<&str> = gold.iter().map(String::as_str).collect();
+        let class = templates.iter().position(|t| *t == p.template).unwrap_or(0);
+        let name = kg.entity_name(p.entity).unwrap_or("");
+        let q = p.template.instantiate(name);
+        let proj = projector.as_ref().map(|p| p as &dyn kgbox_query::Projector);
+        let Ok(found) = run(&q, keep_anchors[class], executor, proj) else {
+            continue;
+        };
+        let scored = found
+            .answers
+            .iter()
+            .map(|a| {
+                let n = kg.entity_name(a.entity).unwrap_or("");
+                (a.score, gold.contains(n))
+            })
+            .collect();
+        cases.push(CalibrationCase {
+            scored,
+            gold: gold.len(),
+        });
+    }
+    Ok(Calibration {
+        keep_anchors,
+        kept,
+        threshold: train::calibrate(&cases),
+        cases: cases.len(),
+    })
+}

@@ -1,0 +1,351 @@
+//! `kgbox ask` and `kgbox eval qa`: questions through the planner, the
+//! executor and the arbitrator, as `/v1/ask` runs them.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use kgbox::qa::{AskParams, Qa};
+use kgbox::{Config, LoadedBundle};
+use kgbox_qa::{AskResult, PlannerKind};
+use serde::Serialize;
+
+use super::eval::quantile;
+
+/// What `ask` and `eval qa` share: the bundle, its encoder and model, the
+/// planner set-up, and the effective configuration.
+struct Session {
+    bundle: LoadedBundle,
+    encoder: Option<Arc<kgbox::dense::Encoder>>,
+    model: Option<kgbox_neural::UltraModel>,
+    qa: Qa,
+    cfg: Config,
+}
+
+fn session(
+    cfg: &Config,
+    source: &super::BundleArgs,
+    exec: &super::ExecArgs,
+    planner: Option<PlannerKind>,
+) -> Result<Session> {
+    let bundle = super::load_bundle(cfg, source)?;
+    let mut cfg = cfg.clone();
+    cfg.executor = exec.apply(&cfg.executor);
+    if let Some(p) = planner {
+        cfg.planner.kind = p;
+    }
+    let model = super::load_model(&bundle, &cfg.executor, false)?;
+    let encoder = kgbox::dense::load_encoder(&bundle)
+        .map_err(|e| anyhow::anyhow!("cannot load the bundle's encoder: {e}"))?
+        .map(Arc::new);
+    let qa = Qa::load(&bundle, encoder.clone(), &cfg)
+        .map_err(|e| anyhow::anyhow!("cannot set up question answering: {e}"))?;
+    Ok(Session {
+        bundle,
+        encoder,
+        model,
+        qa,
+        cfg,
+    })
+}
+
+impl Session {
+    fn ask(&self, question: &str, params: &AskParams) -> Result<AskResult, kgbox_qa::AskError> {
+        self.qa.ask(
+            &self.bundle,
+            self.encoder.as_deref(),
+            self.model.as_ref(),
+            &self.cfg,
+            question,
+            params,
+        )
+    }
+}
+
+pub struct AskArgs {
+    pub question: String,
+    pub top_k: usize,
+    pub planner: Option<PlannerKind>,
+    pub json: bool,
+    pub source: super::BundleArgs,
+    pub exec: super::ExecArgs,
+}
+
+pub fn ask(cfg: &Config, args: &AskArgs) -> Result<()> {
+    let s = session(cfg, &args.source, &args.exec, args.planner)?;
+    let params = AskParams {
+        top_k: Some(args.top_k),
+        ..AskParams::default()
+    };
+    let r = s.ask(&args.question, &params)?;
+    if args.json {
+        let mut v = serde_json::to_value(&r)?;
+        v["executor"] = serde_json::json!(s.cfg.executor.mode);
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    print!("{}", render(&r, s.cfg.executor.mode));
+    Ok(())
+}
+
+/// The readable form of an answer.
+pub fn render(r: &AskResult, executor: kgbox_query::Executor) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "query:     {}", r.query);
+    let _ = writeln!(out, "planner:   {}   executor: {executor}", r.planner);
+    for l in &r.linked {
+        let _ = writeln!(
+            out,
+            "linked:    {:?} -> {} (p={:.2}, {:?})",
+            l.mention, l.name, l.probability, l.method
+        );
+    }
+    if let Some(best) = r.plan.alternatives.first() {
+        let others: Vec<String> = r
+            .plan
+            .alternatives
+            .iter()
+            .skip(1)
+            .map(|p| format!("{} {:.2}", p.template.0, p.probability))
+            .collect();
+        let _ = writeln!(
+            out,
+            "template:  {} (p={:.2}){}",
+            best.template.0,
+            best.probability,
+            if others.is_empty() {
+                String::new()
+            } else {
+                format!("; next: {}", others.join("; "))
+            }
+        );
+    }
+    if r.answers.is_empty() {
+        let _ = writeln!(out, "answers:   none");
+    } else {
+        let _ = writeln!(
+            out,
+            "answers ({} of {} candidates):",
+            r.answers.len(),
+            r.candidates
+        );
+    }
+    for a in &r.answers {
+        let _ = writeln!(out, "  {:<40} {:.3}", a.name, a.score);
+        for p in a.paths.iter().take(2) {
+            let hops: Vec<String> = p
+                .iter()
+                .map(|[h, rel, t]| format!("{h} -[{rel}]-> {t}"))
+                .collect();
+            let _ = writeln!(out, "      via {}", hops.join(", "));
+        }
+    }
+    let t = &r.timings_ms;
+    let _ = writeln!(
+        out,
+        "time ms:   link {:.2}  plan {:.2}  execute {:.2}  arbitrate {:.2}  total {:.2}",
+        t.link, t.plan, t.execute, t.arbitrate, t.total
+    );
+    out
+}
+
+/// Question file formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum QaFormat {
+    /// `question<TAB>ans1|ans2` (topic entity in [brackets]).
+    Metaqa,
+    /// `question<TAB>answer(ans1/ans2)<TAB>path`.
+    Pathquestion,
+}
+
+/// One question with its gold answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GoldQuestion {
+    pub line: usize,
+    pub question: String,
+    pub answers: HashSet<String>,
+}
+
+/// Reads a question file; errors name the file and line.
+pub fn read_questions(path: &Path, format: QaFormat) -> Result<Vec<GoldQuestion>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let bad = |what: &str| anyhow::anyhow!("{}:{}: {what}", path.display(), i + 1);
+        let mut cols = line.split('\t');
+        let question = cols.next().unwrap_or("").trim().to_string();
+        let answers_col = cols
+            .next()
+            .ok_or_else(|| bad("expected a tab and the answers"))?;
+        let answers: HashSet<String> = match format {
+            QaFormat::Metaqa => answers_col
+                .split('|')
+                .map(|a| a.trim().to_string())
+                .collect(),
+            QaFormat::Pathquestion => {
+                let inner = answers_col
+                    .find('(')
+                    .zip(answers_col.rfind(')'))
+                    .and_then(|(a, b)| answers_col.get(a + 1..b))
+                    .ok_or_else(|| bad("expected `answer(ans1/ans2/...)` in the second column"))?;
+                inner.split('/').map(|a| a.trim().to_string()).collect()
+            }
+        };
+        let answers: HashSet<String> = answers.into_iter().filter(|a| !a.is_empty()).collect();
+        if question.is_empty() || answers.is_empty() {
+            return Err(bad("empty question or no answers"));
+        }
+        out.push(GoldQuestion {
+            line: i + 1,
+            question,
+            answers,
+        });
+    }
+    Ok(out)
+}
+
+pub struct EvalQaArgs {
+    pub questions: PathBuf,
+    pub format: QaFormat,
+    pub limit: Option<usize>,
+    pub sample: Option<usize>,
+    pub top_k: usize,
+    pub planner: Option<PlannerKind>,
+    pub json: bool,
+    pub source: super::BundleArgs,
+    pub exec: super::ExecArgs,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct StageLatency {
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct QaReport {
+    pub questions: String,
+    pub n: usize,
+    pub errors: usize,
+    /// Questions in which no entity was found.
+    pub no_entity: usize,
+    pub hits_at_1: f64,
+    pub f1: f64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub stages: std::collections::BTreeMap<&'static str, StageLatency>,
+    pub planner: String,
+    pub executor: String,
+    pub seppr_k: usize,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub first_errors: Vec<String>,
+}
+
+fn latency(mut v: Vec<f64>) -> StageLatency {
+    v.sort_by(f64::total_cmp);
+    StageLatency {
+        p50_ms: quantile(&v, 0.5),
+        p95_ms: quantile(&v, 0.95),
+    }
+}
+
+pub fn eval_qa(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
+    let s = session(cfg, &args.source, &args.exec, args.planner)?;
+    let mut gold = read_questions(&args.questions, args.format)?;
+    if let Some(n) = args.limit {
+        gold.truncate(n);
+    }
+    if let Some(n) = args.sample {
+        gold = super::eval::sample_evenly(gold, n);
+    }
+    let bar = indicatif::ProgressBar::new(gold.len() as u64);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({per_sec}, {eta})")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message("eval qa");
+    let params = AskParams {
+        top_k: Some(args.top_k),
+        paths: Some(0),
+        ..AskParams::default()
+    };
+    let mut r = QaReport {
+        questions: args.questions.display().to_string(),
+        n: gold.len(),
+        planner: s.cfg.planner.kind.to_string(),
+        executor: s.cfg.executor.mode.to_string(),
+        seppr_k: s.cfg.executor.seppr_k,
+        ..QaReport::default()
+    };
+    let (mut h1, mut f1) = (0usize, 0.0f64);
+    let mut stage: [Vec<f64>; 5] = Default::default();
+    for q in &gold {
+        bar.inc(1);
+        let res = match s.ask(&q.question, &params) {
+            Ok(res) => res,
+            Err(e) => {
+                r.errors += 1;
+                if matches!(e, kgbox_qa::AskError::NoEntity) {
+                    r.no_entity += 1;
+                }
+                if r.first_errors.len() < 5 {
+                    r.first_errors.push(format!("line {}: {e}", q.line));
+                }
+                continue;
+            }
+        };
+        let t = res.timings_ms;
+        for (v, x) in stage
+            .iter_mut()
+            .zip([t.link, t.plan, t.execute, t.arbitrate, t.total])
+        {
+            v.push(x);
+        }
+        let names: Vec<&str> = res.answers.iter().map(|a| a.name.as_str()).collect();
+        h1 += usize::from(names.first().is_some_and(|n| q.answers.contains(*n)));
+        let predicted: HashSet<&str> = names.into_iter().collect();
+        let hit = predicted.iter().filter(|p| q.answers.contains(**p)).count() as f64;
+        if hit > 0.0 {
+            let (p, rc) = (hit / predicted.len() as f64, hit / q.answers.len() as f64);
+            f1 += 2.0 * p * rc / (p + rc);
+        }
+    }
+    bar.finish_and_clear();
+    let n = gold.len().max(1) as f64;
+    r.hits_at_1 = h1 as f64 / n;
+    r.f1 = f1 / n;
+    let [link, plan, execute, arbitrate, total] = stage;
+    let total = latency(total);
+    r.p50_ms = total.p50_ms;
+    r.p95_ms = total.p95_ms;
+    r.stages.insert("link", latency(link));
+    r.stages.insert("plan", latency(plan));
+    r.stages.insert("execute", latency(execute));
+    r.stages.insert("arbitrate", latency(arbitrate));
+    r.stages.insert("total", total);
+    if args.json {
+        println!("{}", serde_json::to_string(&r)?);
+        return Ok(());
+    }
+    println!(
+        "{}: {} questions, {} errors ({} without an entity); planner {}, executor {}",
+        r.questions, r.n, r.errors, r.no_entity, r.planner, r.executor
+    );
+    println!("Hits@1 {:.4}  F1 {:.4}", r.hits_at_1, r.f1);
+    println!("latency ms          p50        p95");
+    for (name, l) in &r.stages {
+        println!("  {name:<10} {:>10.3} {:>10.3}", l.p50_ms, l.p95_ms);
+    }
+    for e in &r.first_errors {
+        println!("error: {e}");
+    }
+    Ok(())
+}

@@ -1,0 +1,149 @@
+//! `POST /v1/ask`: a question in, answers out (see [`crate::qa`]).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use kgbox_qa::llm::LlmError;
+use kgbox_qa::llm_planner::LlmPlanError;
+use kgbox_qa::{AskError, PlannerKind};
+use kgbox_query::QueryError;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::query::{bad_body, diagnostic_error, exec_error, PathsParam};
+use super::{ApiError, AppState};
+use crate::qa::AskParams;
+
+/// Longest question accepted, in bytes.
+pub const MAX_QUESTION: usize = 2000;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AskRequest {
+    pub question: String,
+    pub top_k: Option<usize>,
+    /// learned, llm or local (default: `planner.kind`).
+    pub planner: Option<PlannerKind>,
+    /// symbolic, neural or hybrid (default: `executor.mode`).
+    pub executor: Option<kgbox_query::Executor>,
+    pub seppr_k: Option<usize>,
+    /// Provenance paths per answer: `true` (the configured number), `false`, or a number.
+    pub paths: Option<PathsParam>,
+}
+
+fn bad_request(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
+}
+
+/// An ask error as an API error.
+pub fn ask_error(e: AskError) -> ApiError {
+    let message = e.to_string();
+    match e {
+        AskError::NoEntity => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "no_entity", message),
+        AskError::NoPlanner(_) => {
+            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "no_planner", message)
+        }
+        AskError::Plan(LlmPlanError::Invalid { rejected, .. }) => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "llm_invalid_query",
+            message,
+        )
+        .with_extra(json!({ "rejected": rejected })),
+        AskError::Plan(LlmPlanError::Llm(e)) | AskError::Llm(e) => llm_error(&e),
+        AskError::Query { query, error } => {
+            let api = match *error {
+                QueryError::Invalid(d) => diagnostic_error(&d),
+                QueryError::Exec(e) => exec_error(&e),
+            };
+            api.with_extra(json!({ "query": query }))
+        }
+        AskError::Embed(_) => {
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "embed_failed", message)
+        }
+    }
+}
+
+fn llm_error(e: &LlmError) -> ApiError {
+    let code = match e {
+        LlmError::Policy(_) => "llm_refused_by_policy",
+        LlmError::Audit(_) => "llm_audit_failed",
+        LlmError::BadReply(_) => "llm_bad_reply",
+        _ => "llm_unavailable",
+    };
+    ApiError::new(StatusCode::BAD_GATEWAY, code, e.to_string())
+}
+
+pub async fn ask(
+    State(state): State<Arc<AppState>>,
+    body: Result<Json<AskRequest>, JsonRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let Json(req) = body.map_err(bad_body)?;
+    let question = req.question.trim().to_string();
+    if question.is_empty() {
+        return Err(bad_request("question must not be empty"));
+    }
+    if question.len() > MAX_QUESTION {
+        return Err(bad_request(format!(
+            "question must be at most {MAX_QUESTION} bytes"
+        )));
+    }
+    if let Some(k) = req.top_k {
+        if k == 0 || k > state.query.max_top_k {
+            return Err(bad_request(format!(
+                "top_k must be between 1 and {}",
+                state.query.max_top_k
+            )));
+        }
+    }
+    if let Some(k) = req.seppr_k {
+        if k == 0 || k > state.executor.max_seppr_k {
+            return Err(bad_request(format!(
+                "seppr_k must be between 1 and {}",
+                state.executor.max_seppr_k
+            )));
+        }
+    }
+    let paths = match req.paths {
+        None | Some(PathsParam::On(true)) => None,
+        Some(PathsParam::On(false)) => Some(0),
+        Some(PathsParam::Count(n)) if n <= 100 => Some(n),
+        Some(PathsParam::Count(_)) => return Err(bad_request("paths must be at most 100")),
+    };
+    let executor = req.executor.unwrap_or(state.executor.mode);
+    let params = AskParams {
+        planner: req.planner,
+        top_k: req.top_k,
+        executor: Some(executor),
+        seppr_k: req.seppr_k,
+        paths,
+        deadline: Some(Instant::now() + state.request_timeout),
+    };
+    let st = state.clone();
+    let result = tokio::task::spawn_blocking(move || {
+        st.qa.ask(
+            &st.bundle,
+            st.encoder.as_deref(),
+            st.model.as_deref(),
+            &st.config,
+            &question,
+            &params,
+        )
+    })
+    .await
+    .map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("the question failed inside kgbox: {e}"),
+        )
+    })?
+    .map_err(ask_error)?;
+    let mut v = serde_json::to_value(&result)
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
+    v["executor"] = json!(executor);
+    Ok(Json(v))
+}

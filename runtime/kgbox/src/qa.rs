@@ -1,0 +1,241 @@
+//! Question answering over the served bundle: its planner sections
+//! (`planner.*`), the configured LLM (`[llm]`, behind the privacy policy and
+//! the audit log) and the executor, put together for `/v1/ask`, `kgbox ask`
+//! and `kgbox eval qa`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kgbox_bundle::sections as s;
+use kgbox_neural::UltraModel;
+use kgbox_qa::ask::Context;
+use kgbox_qa::llm::audit::AuditLog;
+use kgbox_qa::llm::openai::OpenAiClient;
+use kgbox_qa::llm::ChatBackend;
+use kgbox_qa::zeroshot::RelationVectors;
+use kgbox_qa::{AskError, AskOptions, AskResult, Embedder, LearnedPlanner, PlannerKind};
+use kgbox_query::link::LinkOptions;
+use kgbox_query::Executor;
+
+use crate::config::Config;
+use crate::loaded::LoadedBundle;
+
+/// What a loaded bundle and the configuration offer for questions.
+pub struct Qa {
+    pub learned: Option<LearnedPlanner>,
+    pub relvecs: Option<RelationVectors>,
+    pub embedder: Option<Box<dyn Embedder>>,
+    /// The OpenAI-compatible endpoint, when one is configured.
+    pub llm: Option<Arc<dyn ChatBackend>>,
+    /// The in-process model, when one is configured.
+    pub local: Option<Arc<dyn ChatBackend>>,
+    pub audit: Arc<AuditLog>,
+}
+
+/// One question's settings (request fields over the configuration).
+#[derive(Debug, Clone, Default)]
+pub struct AskParams {
+    pub planner: Option<PlannerKind>,
+    pub top_k: Option<usize>,
+    pub executor: Option<Executor>,
+    pub seppr_k: Option<usize>,
+    /// Provenance paths per answer.
+    pub paths: Option<usize>,
+    pub deadline: Option<Instant>,
+}
+
+impl Qa {
+    /// Reads the bundle's planner sections and sets up the configured LLM.
+    /// Fails on a damaged planner section, an endpoint the privacy policy
+    /// refuses, or an audit log that cannot be opened.
+    pub fn load(
+        bundle: &LoadedBundle,
+        encoder: Option<Arc<crate::dense::Encoder>>,
+        cfg: &Config,
+    ) -> Result<Qa, String> {
+        // A planner this build cannot read is logged and left out: the
+        // bundle still answers queries, and questions through an LLM.
+        let learned = match (
+            bundle.section(s::PLANNER_META),
+            bundle.section(s::PLANNER_WEIGHTS),
+        ) {
+            (Some(m), Some(w)) => match LearnedPlanner::from_sections(m, w) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot load the bundle's learned planner");
+                    None
+                }
+            },
+            (None, None) => None,
+            _ => {
+                tracing::error!("the bundle has only one of planner.meta and planner.weights: no learned planner");
+                None
+            }
+        };
+        let kg = bundle.kg().map_err(|e| e.to_string())?;
+        let relvecs = bundle
+            .section(s::PLANNER_RELVECS)
+            .map(|b| RelationVectors::from_section(b, kg.relation_count()))
+            .transpose()?;
+        let embedder = embedder(encoder)?;
+        let llm_cfg = &cfg.llm;
+        let endpoint = llm_cfg.checked_endpoint().map_err(|e| e.to_string())?;
+        let audit = match &endpoint {
+            Some(_) => {
+                let path = llm_cfg.audit_path(&cfg.data_dir);
+                if let Some(dir) = path.parent() {
+                    let _ = std::fs::create_dir_all(dir);
+                }
+                Arc::new(AuditLog::open(&path).map_err(|e| {
+                    format!("{e} (no LLM call is made without its audit record; set llm.audit_log)")
+                })?)
+            }
+            None => Arc::new(AuditLog::counters_only()),
+        };
+        let llm = endpoint.map(|e| {
+            let key = std::env::var(&llm_cfg.api_key_env)
+                .ok()
+                .filter(|k| !k.is_empty());
+            Arc::new(OpenAiClient::new(
+                e,
+                llm_cfg.model.clone(),
+                key,
+                Duration::from_millis(llm_cfg.timeout_ms),
+                audit.clone(),
+            )) as Arc<dyn ChatBackend>
+        });
+        let local = load_local(cfg)?;
+        Ok(Qa {
+            learned,
+            relvecs,
+            embedder,
+            llm,
+            local,
+            audit,
+        })
+    }
+
+    /// A short description for the startup log.
+    pub fn describe(&self) -> String {
+        let planner = match (&self.learned, &self.relvecs) {
+            (Some(l), _) => format!(
+                "learned planner ({} templates, trained on {})",
+                l.meta.templates.len(),
+                l.meta.trained_on
+            ),
+            (None, Some(_)) => "zero-shot planner (relation descriptions)".into(),
+            (None, None) => "no planner in the bundle".into(),
+        };
+        let llm = match (&self.llm, &self.local) {
+            (Some(l), _) => format!("LLM at {}", l.endpoint()),
+            (None, Some(l)) => format!("LLM {}", l.endpoint()),
+            (None, None) => "no LLM".into(),
+        };
+        format!("{planner}; {llm}")
+    }
+
+    /// Answers a question.
+    pub fn ask(
+        &self,
+        bundle: &LoadedBundle,
+        encoder: Option<&crate::dense::Encoder>,
+        model: Option<&UltraModel>,
+        cfg: &Config,
+        question: &str,
+        params: &AskParams,
+    ) -> Result<AskResult, AskError> {
+        let kg = bundle
+            .kg()
+            .map_err(|e| AskError::NoPlanner(format!("the bundle cannot be read: {e}")))?;
+        let planner = params.planner.unwrap_or(cfg.planner.kind);
+        let chat: Option<&dyn ChatBackend> = match planner {
+            PlannerKind::Llm => self.llm.as_deref(),
+            PlannerKind::Local => self.local.as_deref(),
+            _ if cfg.llm.arbitrate => self.llm.as_deref().or(self.local.as_deref()),
+            _ => None,
+        };
+        let opts = AskOptions {
+            planner,
+            top_k: params.top_k.unwrap_or(cfg.planner.top_k),
+            candidates: cfg.planner.candidates,
+            llm_arbitrate: cfg.llm.arbitrate,
+            share_context: cfg.llm.share_context,
+            max_retries: cfg.planner.max_retries,
+            max_relations: cfg.planner.max_relations,
+        };
+        let link_opts = LinkOptions::default();
+        let link = |text: &str| crate::dense::link_text(bundle, &kg, encoder, text, &link_opts);
+        let limits = cfg.query.parse_limits();
+        let executor = params.executor.unwrap_or(cfg.executor.mode);
+        let seppr = cfg
+            .executor
+            .seppr(params.seppr_k.unwrap_or(cfg.executor.seppr_k));
+        let run = |q: &str, candidates: usize, keep_anchors: bool| {
+            let mut exec = cfg.query.exec_options();
+            exec.top_k = candidates;
+            exec.max_paths = params.paths.unwrap_or(cfg.query.max_paths);
+            exec.exclude_anchors = !keep_anchors;
+            exec.executor = executor;
+            exec.deadline = params.deadline;
+            crate::neural::run_query(&kg, model, q, &limits, &exec, seppr).map(|(a, _)| a)
+        };
+        let ctx = Context {
+            kg: &kg,
+            learned: self.learned.as_ref(),
+            relvecs: self.relvecs.as_ref(),
+            embedder: self.embedder.as_deref(),
+            chat,
+            link: &link,
+            run: &run,
+        };
+        kgbox_qa::ask::ask(&ctx, question, &opts)
+    }
+}
+
+#[cfg(feature = "dense")]
+fn embedder(
+    encoder: Option<Arc<crate::dense::Encoder>>,
+) -> Result<Option<Box<dyn Embedder>>, String> {
+    encoder
+        .map(|e| kgbox_qa::EncoderEmbedder::new(e).map(|e| Box::new(e) as Box<dyn Embedder>))
+        .transpose()
+}
+
+#[cfg(not(feature = "dense"))]
+fn embedder(
+    _encoder: Option<Arc<crate::dense::Encoder>>,
+) -> Result<Option<Box<dyn Embedder>>, String> {
+    Ok(None)
+}
+
+#[cfg(feature = "local-llm")]
+fn load_local(cfg: &Config) -> Result<Option<Arc<dyn ChatBackend>>, String> {
+    use kgbox_qa::llm::local::{LocalModel, LocalOptions};
+    let l = &cfg.llm;
+    match (&l.local_model, l.mode) {
+        (
+            Some(path),
+            kgbox_qa::llm::policy::LlmMode::Local | kgbox_qa::llm::policy::LlmMode::Remote,
+        ) => {
+            let model = LocalModel::load(&LocalOptions {
+                model: path.clone(),
+                threads: l.local_threads,
+                context: l.local_context,
+                seed: 0,
+            })
+            .map_err(|e| e.to_string())?;
+            Ok(Some(Arc::new(model)))
+        }
+        _ => Ok(None),
+    }
+}
+
+#[cfg(not(feature = "local-llm"))]
+fn load_local(cfg: &Config) -> Result<Option<Arc<dyn ChatBackend>>, String> {
+    match (&cfg.llm.local_model, cfg.llm.mode) {
+        (Some(_), kgbox_qa::llm::policy::LlmMode::Local | kgbox_qa::llm::policy::LlmMode::Remote) => Err(
+            "llm.local_model is set but this kgbox was built without the `local-llm` feature (cargo build --features local-llm)".into(),
+        ),
+        _ => Ok(None),
+    }
+}

@@ -1,0 +1,94 @@
+//! Talking to a language model: one chat interface ([`ChatBackend`]) with an
+//! OpenAI-compatible HTTP client ([`openai`]) and, behind the `local-llm`
+//! feature, an in-process GGUF model ([`local`]). Every backend is wrapped by
+//! the privacy policy ([`policy`]) and the audit log ([`audit`]).
+
+pub mod audit;
+#[cfg(feature = "local-llm")]
+pub mod local;
+pub mod openai;
+pub mod policy;
+
+use serde::{Deserialize, Serialize};
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// `system`, `user` or `assistant`.
+    pub role: String,
+    pub content: String,
+}
+
+impl Message {
+    pub fn system(content: impl Into<String>) -> Message {
+        Message {
+            role: "system".into(),
+            content: content.into(),
+        }
+    }
+    pub fn user(content: impl Into<String>) -> Message {
+        Message {
+            role: "user".into(),
+            content: content.into(),
+        }
+    }
+    pub fn assistant(content: impl Into<String>) -> Message {
+        Message {
+            role: "assistant".into(),
+            content: content.into(),
+        }
+    }
+}
+
+/// What the answer must look like.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Constraint {
+    /// Free text.
+    None,
+    /// A JSON value matching this JSON schema (`response_format` of the
+    /// OpenAI API; a grammar for the local model).
+    JsonSchema {
+        name: String,
+        schema: serde_json::Value,
+    },
+}
+
+/// One completion request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    pub messages: Vec<Message>,
+    pub constraint: Constraint,
+    pub max_tokens: u32,
+    pub temperature: f32,
+    /// Why the call is made (`plan`, `arbitrate`): recorded in the audit log
+    /// and the metrics.
+    pub purpose: &'static str,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error("LLM endpoint {endpoint}: {message}")]
+    Transport { endpoint: String, message: String },
+    #[error("LLM endpoint {endpoint} answered HTTP {status}: {body}")]
+    Status {
+        endpoint: String,
+        status: u16,
+        body: String,
+    },
+    #[error("the LLM's reply is not usable: {0}")]
+    BadReply(String),
+    #[error("privacy policy: {0}")]
+    Policy(String),
+    #[error("the local model failed: {0}")]
+    Local(String),
+    #[error("the audit log cannot be written: {0}")]
+    Audit(String),
+}
+
+/// A language model that completes chats.
+pub trait ChatBackend: Send + Sync {
+    /// The assistant's reply text (for a JSON-schema constraint, the JSON text).
+    fn complete(&self, req: &ChatRequest) -> Result<String, LlmError>;
+    /// Where the model runs, for logs and the audit log (a URL, or `local:PATH`).
+    fn endpoint(&self) -> String;
+}

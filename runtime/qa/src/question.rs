@@ -1,0 +1,165 @@
+//! The question side of planning: which linked mention is the topic entity,
+//! and the question text with that mention masked (so that a planner learns
+//! the kind of question, not the entity).
+
+use kgbox_query::link::{Mention, Method};
+use serde::Serialize;
+
+/// What a masked mention is replaced with.
+pub const MASK: &str = "ENTITY";
+
+/// The entity a question is about.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Topic {
+    pub entity: u32,
+    pub name: String,
+    /// The mention as written in the question.
+    pub mention: String,
+    /// Byte range of the mention in the question, brackets included when
+    /// it was bracketed.
+    #[serde(skip)]
+    pub range: (usize, usize),
+    pub probability: f32,
+    pub method: Method,
+}
+
+/// The topic entity among `mentions` of `question`: a bracketed mention
+/// first, else the mention whose best candidate is most probable (the
+/// longer one on a tie, then the earlier one). `None` when no mention has a
+/// candidate.
+pub fn choose_topic(question: &str, mentions: &[Mention]) -> Option<Topic> {
+    let best = mentions
+        .iter()
+        .filter(|m| !m.candidates.is_empty())
+        .max_by(|a, b| {
+            let key = |m: &Mention| {
+                (
+                    m.bracketed,
+                    m.candidates.first().map(|c| c.probability).unwrap_or(0.0),
+                    m.end - m.start,
+                )
+            };
+            let (ab, ap, al) = key(a);
+            let (bb, bp, bl) = key(b);
+            ab.cmp(&bb)
+                .then(ap.total_cmp(&bp))
+                .then(al.cmp(&bl))
+                // Earlier wins: compare reversed start.
+                .then(b.start.cmp(&a.start))
+        })?;
+    let candidate = best.candidates.first()?;
+    Some(Topic {
+        entity: candidate.entity,
+        name: candidate.name.clone(),
+        mention: best.text.clone(),
+        range: mention_range(question, best),
+        probability: candidate.probability,
+        method: candidate.method,
+    })
+}
+
+/// The mention's byte range, widened over its brackets if it was bracketed.
+pub fn mention_range(question: &str, m: &Mention) -> (usize, usize) {
+    if !m.bracketed {
+        return (m.start, m.end);
+    }
+    let before = question.get(..m.start).unwrap_or("");
+    let after = question.get(m.end..).unwrap_or("");
+    let open = before.trim_end();
+    let close = after.trim_start();
+    let start = if open.ends_with('[') {
+        open.len() - 1
+    } else {
+        m.start
+    };
+    let end = if close.starts_with(']') {
+        question.len() - close.len() + 1
+    } else {
+        m.end
+    };
+    (start, end)
+}
+
+/// `question` with `range` replaced by [`MASK`] and lowercased; whitespace
+/// runs collapse to one space.
+pub fn mask(question: &str, range: (usize, usize)) -> String {
+    let (start, end) = range;
+    let mut s = String::with_capacity(question.len() + MASK.len());
+    match (question.get(..start), question.get(end..)) {
+        (Some(a), Some(b)) if start <= end => {
+            s.push_str(&a.to_lowercase());
+            s.push(' ');
+            s.push_str(MASK);
+            s.push(' ');
+            s.push_str(&b.to_lowercase());
+        }
+        _ => s.push_str(&question.to_lowercase()),
+    }
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kgbox_query::link::Candidate;
+
+    fn mention(text: &str, start: usize, bracketed: bool, p: f32) -> Mention {
+        Mention {
+            text: text.into(),
+            start,
+            end: start + text.len(),
+            bracketed,
+            candidates: vec![Candidate {
+                entity: start as u32,
+                name: text.into(),
+                probability: p,
+                method: Method::Exact,
+                distance: 0,
+                embedding_distance: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn bracketed_mention_wins_and_is_masked_with_its_brackets() {
+        let q = "what movies did [Tom Cullen] act in with Weekend";
+        let ms = [
+            mention("Tom Cullen", 17, true, 0.6),
+            mention("Weekend", 41, false, 1.0),
+        ];
+        let t = choose_topic(q, &ms).expect("topic");
+        assert_eq!(t.name, "Tom Cullen");
+        assert_eq!(t.range, (16, 28));
+        assert_eq!(
+            mask(q, t.range),
+            "what movies did ENTITY act in with weekend"
+        );
+    }
+
+    #[test]
+    fn most_probable_then_longest_mention_wins() {
+        let q = "is blade runner by ridley scott";
+        let ms = [
+            mention("blade runner", 3, false, 0.9),
+            mention("ridley scott", 19, false, 0.9),
+        ];
+        let t = choose_topic(q, &ms).expect("topic");
+        assert_eq!(
+            t.name, "blade runner",
+            "equal probability and length: the earlier"
+        );
+        let ms = [
+            mention("blade", 3, false, 0.9),
+            mention("ridley scott", 19, false, 0.9),
+        ];
+        assert_eq!(choose_topic(q, &ms).expect("topic").name, "ridley scott");
+        assert_eq!(mask(q, (19, 31)), "is blade runner by ENTITY");
+    }
+
+    #[test]
+    fn no_candidates_no_topic() {
+        let mut m = mention("x", 0, true, 1.0);
+        m.candidates.clear();
+        assert!(choose_topic("[x]", &[m]).is_none());
+    }
+}

@@ -1,0 +1,520 @@
+//! Training the learned planner (run by the packager): examples
+//! `question<TAB>DSL[<TAB>answers]` → templates and features → a softmax
+//! classifier fitted with AdamW, plus the arbitrator's calibrated threshold.
+//!
+//! Generalisation, not memory: the topic mention is masked before anything
+//! sees the question, the model is linear over generic features, and a tenth
+//! of the examples (chosen by a fixed hash of the question) is held out to
+//! measure accuracy on questions the fit never saw. The final model is then
+//! fitted on all examples.
+
+use std::collections::BTreeMap;
+
+use kgbox_bundle::Kg;
+use kgbox_query::ast::EntityRef;
+use kgbox_query::link::{link_text, LinkOptions};
+use kgbox_query::{parse, Query};
+
+use crate::features::{embed_all, featurize, FeatureSpec, Features};
+use crate::learned::{softmax, LearnedPlanner, PlannerMeta, FORMAT};
+use crate::question::{mask, mention_range};
+use crate::template::Template;
+use crate::Embedder;
+
+/// One line of an examples file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Example {
+    /// 1-based line number, for messages.
+    pub line: usize,
+    pub question: String,
+    pub dsl: String,
+    /// Gold answer names, when the file gives them (for calibration).
+    pub answers: Option<Vec<String>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    #[error("line {line}: {message}")]
+    Line { line: usize, message: String },
+    #[error("no usable examples ({skipped} skipped; the first: {first})")]
+    NoExamples { skipped: usize, first: String },
+    #[error("embedding the questions failed: {0}")]
+    Embed(String),
+}
+
+/// Parses an examples file: `question<TAB>DSL[<TAB>ans1|ans2|...]`; empty
+/// lines and lines starting with `#` are skipped.
+pub fn parse_examples(text: &str) -> Result<Vec<Example>, TrainError> {
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let l = raw.trim_end_matches('\r');
+        if l.trim().is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let mut cols = l.split('\t');
+        let question = cols.next().unwrap_or("").trim();
+        let dsl = cols.next().map(str::trim).unwrap_or("");
+        if question.is_empty() || dsl.is_empty() {
+            return Err(TrainError::Line {
+                line,
+                message: "expected `question<TAB>DSL[<TAB>answers]`".into(),
+            });
+        }
+        let answers = cols.next().map(|a| {
+            a.split('|')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect()
+        });
+        if cols.next().is_some() {
+            return Err(TrainError::Line {
+                line,
+                message: "more than three tab-separated columns".into(),
+            });
+        }
+        out.push(Example {
+            line,
+            question: question.to_string(),
+            dsl: dsl.to_string(),
+            answers,
+        });
+    }
+    Ok(out)
+}
+
+/// An example made ready: masked question, topic entity, class.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub line: usize,
+    pub masked: String,
+    pub entity: u32,
+    pub template: Template,
+    pub answers: Option<Vec<String>>,
+}
+
+fn resolve(kg: &Kg<'_>, e: &EntityRef) -> Option<u32> {
+    match e {
+        EntityRef::Id(id) => kg.entity_name(*id).map(|_| *id),
+        EntityRef::Name(n) => kg.entity_id(n).or_else(|| {
+            let key = kgbox_bundle::normalize::normalize(n);
+            let postings = kg.lookup_normalized(&key);
+            match postings.as_slice() {
+                [one] => Some(one.entity),
+                _ => None,
+            }
+        }),
+    }
+}
+
+/// Checks and prepares examples; the ones that cannot be used come back as
+/// (line, reason).
+pub fn prepare(kg: &Kg<'_>, examples: &[Example]) -> (Vec<Prepared>, Vec<(usize, String)>) {
+    let opts = LinkOptions {
+        dense: false,
+        ..LinkOptions::default()
+    };
+    let mut ok = Vec::new();
+    let mut skipped = Vec::new();
+    for ex in examples {
+        let query: Query = match parse(&ex.dsl) {
+            Ok(q) => q,
+            Err(d) => {
+                skipped.push((ex.line, format!("the DSL does not parse: {}", d.message)));
+                continue;
+            }
+        };
+        let (template, topic) = match Template::from_query(&query) {
+            Ok(t) => t,
+            Err(e) => {
+                skipped.push((ex.line, e.to_string()));
+                continue;
+            }
+        };
+        let Some(entity) = resolve(kg, &topic) else {
+            skipped.push((
+                ex.line,
+                format!("the DSL's entity {topic:?} is not in the graph"),
+            ));
+            continue;
+        };
+        if let Err(d) = kgbox_query::bind::bind(kg, &query, &ex.dsl) {
+            skipped.push((ex.line, format!("the DSL does not bind: {}", d.message)));
+            continue;
+        }
+        let mentions = link_text(kg, &ex.question, &opts);
+        let mention = mentions
+            .iter()
+            .filter(|m| m.candidates.iter().any(|c| c.entity == entity))
+            .max_by_key(|m| (m.bracketed, m.end - m.start));
+        let Some(mention) = mention else {
+            skipped.push((
+                ex.line,
+                "the question has no mention of the DSL's entity (bracket it)".into(),
+            ));
+            continue;
+        };
+        let range = mention_range(&ex.question, mention);
+        ok.push(Prepared {
+            line: ex.line,
+            masked: mask(&ex.question, range),
+            entity,
+            template,
+            answers: ex.answers.clone(),
+        });
+    }
+    (ok, skipped)
+}
+
+/// Knobs of the fit.
+#[derive(Debug, Clone, Copy)]
+pub struct TrainOptions {
+    pub epochs: usize,
+    pub batch: usize,
+    pub learning_rate: f32,
+    pub weight_decay: f32,
+    /// Optimizer steps at least (small example sets get more epochs, up to 400).
+    pub min_steps: usize,
+    /// One example in this many is held out for the accuracy report.
+    pub holdout_every: u64,
+    pub seed: u64,
+}
+
+impl Default for TrainOptions {
+    fn default() -> Self {
+        TrainOptions {
+            epochs: 12,
+            batch: 64,
+            learning_rate: 0.01,
+            weight_decay: 1e-4,
+            min_steps: 3000,
+            holdout_every: 10,
+            seed: 0x006b_6762_6f78,
+        }
+    }
+}
+
+/// What training did.
+#[derive(Debug, Clone)]
+pub struct TrainReport {
+    pub planner: LearnedPlanner,
+    pub used: usize,
+    pub skipped: Vec<(usize, String)>,
+    pub classes: usize,
+    pub heldout: usize,
+    pub heldout_accuracy: Option<f32>,
+}
+
+/// A small deterministic generator (SplitMix64).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = (self.next() % (i as u64 + 1)) as usize;
+            v.swap(i, j);
+        }
+    }
+}
+
+fn text_hash(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Fits `[classes][dim + 1]` weights with AdamW on softmax cross-entropy.
+fn fit(
+    xs: &[&Features],
+    ys: &[usize],
+    classes: usize,
+    dim: usize,
+    opts: &TrainOptions,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Vec<f32> {
+    let d1 = dim + 1;
+    let n_params = classes * d1;
+    let mut w = vec![0.0f32; n_params];
+    let mut m = vec![0.0f32; n_params];
+    let mut v = vec![0.0f32; n_params];
+    let mut grad = vec![0.0f32; n_params];
+    let mut order: Vec<usize> = (0..xs.len()).collect();
+    let mut rng = Rng(opts.seed);
+    let (b1, b2, eps) = (0.9f32, 0.999f32, 1e-8f32);
+    let mut step = 0i32;
+    let batches_per_epoch = xs.len().div_ceil(opts.batch.max(1)).max(1);
+    let epochs = opts
+        .epochs
+        .max(opts.min_steps.div_ceil(batches_per_epoch).min(400));
+    let total = epochs * batches_per_epoch;
+    for epoch in 0..epochs {
+        rng.shuffle(&mut order);
+        for (bi, batch) in order.chunks(opts.batch.max(1)).enumerate() {
+            grad.iter_mut().for_each(|g| *g = 0.0);
+            let scale = 1.0 / batch.len() as f32;
+            for &i in batch {
+                let x = xs[i];
+                let logits: Vec<f32> = (0..classes)
+                    .map(|c| {
+                        let row = &w[c * d1..(c + 1) * d1];
+                        x.dot(&row[..dim]) + row[dim]
+                    })
+                    .collect();
+                let p = softmax(&logits);
+                for (c, pc) in p.iter().enumerate() {
+                    let g = (pc - if c == ys[i] { 1.0 } else { 0.0 }) * scale;
+                    if g.abs() < 1e-7 {
+                        continue;
+                    }
+                    let row = &mut grad[c * d1..(c + 1) * d1];
+                    x.add_to(&mut row[..dim], g);
+                    row[dim] += g;
+                }
+            }
+            step += 1;
+            // Linear decay to a tenth of the rate over the run.
+            let progress_frac = (epoch * batches_per_epoch + bi) as f32 / total.max(1) as f32;
+            let lr = opts.learning_rate * (1.0 - 0.9 * progress_frac);
+            let bc1 = 1.0 - b1.powi(step);
+            let bc2 = 1.0 - b2.powi(step);
+            for k in 0..n_params {
+                let g = grad[k];
+                m[k] = b1 * m[k] + (1.0 - b1) * g;
+                v[k] = b2 * v[k] + (1.0 - b2) * g * g;
+                let update = (m[k] / bc1) / ((v[k] / bc2).sqrt() + eps);
+                w[k] -= lr * (update + opts.weight_decay * w[k]);
+            }
+            progress(epoch * batches_per_epoch + bi + 1, total);
+        }
+    }
+    w
+}
+
+fn argmax(w: &[f32], x: &Features, classes: usize, dim: usize) -> usize {
+    let d1 = dim + 1;
+    (0..classes)
+        .map(|c| {
+            let row = &w[c * d1..(c + 1) * d1];
+            (c, x.dot(&row[..dim]) + row[dim])
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(c, _)| c)
+        .unwrap_or(0)
+}
+
+/// Trains a planner on prepared examples. `progress(stage, done, total)`
+/// reports embedding and fitting.
+pub fn train(
+    kg: &Kg<'_>,
+    prepared: &[Prepared],
+    skipped: Vec<(usize, String)>,
+    embedder: Option<&dyn Embedder>,
+    encoder_name: Option<&str>,
+    opts: &TrainOptions,
+    progress: &mut dyn FnMut(&str, usize, usize),
+) -> Result<TrainReport, TrainError> {
+    if prepared.is_empty() {
+        let first = skipped
+            .first()
+            .map(|(l, r)| format!("line {l}: {r}"))
+            .unwrap_or_else(|| "the file has no examples".into());
+        return Err(TrainError::NoExamples {
+            skipped: skipped.len(),
+            first,
+        });
+    }
+    let spec = FeatureSpec::new(embedder.map(|e| e.dim()).unwrap_or(0));
+    // Classes: templates, most frequent first (ties by text), so that class
+    // ids are stable for the same examples.
+    let mut counts: BTreeMap<&Template, usize> = BTreeMap::new();
+    for p in prepared {
+        *counts.entry(&p.template).or_default() += 1;
+    }
+    let mut templates: Vec<(&Template, usize)> = counts.into_iter().collect();
+    templates.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let templates: Vec<Template> = templates.into_iter().map(|(t, _)| t.clone()).collect();
+    let class_of: BTreeMap<&Template, usize> =
+        templates.iter().enumerate().map(|(i, t)| (t, i)).collect();
+
+    let mut features = Vec::with_capacity(prepared.len());
+    const CHUNK: usize = 256;
+    for (ci, chunk) in prepared.chunks(CHUNK).enumerate() {
+        let masked: Vec<&str> = chunk.iter().map(|p| p.masked.as_str()).collect();
+        let embs = embed_all(embedder, &masked, &spec).map_err(TrainError::Embed)?;
+        for (p, e) in chunk.iter().zip(embs) {
+            features.push(featurize(kg, &p.masked, p.entity, e.as_deref(), &spec));
+        }
+        progress(
+            "embed",
+            (ci * CHUNK + chunk.len()).min(prepared.len()),
+            prepared.len(),
+        );
+    }
+    let ys: Vec<usize> = prepared
+        .iter()
+        .map(|p| class_of.get(&p.template).copied().unwrap_or(0))
+        .collect();
+    let dim = spec.dim();
+    let classes = templates.len();
+
+    // Held-out accuracy: fit on nine tenths, score the rest.
+    let held: Vec<bool> = prepared
+        .iter()
+        .map(|p| opts.holdout_every > 1 && text_hash(&p.masked).is_multiple_of(opts.holdout_every))
+        .collect();
+    let heldout = held.iter().filter(|h| **h).count();
+    let mut heldout_accuracy = None;
+    if heldout >= 10 && heldout < prepared.len() {
+        let (mut xs, mut y) = (Vec::new(), Vec::new());
+        for i in 0..prepared.len() {
+            if !held[i] {
+                xs.push(&features[i]);
+                y.push(ys[i]);
+            }
+        }
+        let w = fit(&xs, &y, classes, dim, opts, &mut |d, t| {
+            progress("fit-holdout", d, t)
+        });
+        let right = (0..prepared.len())
+            .filter(|&i| held[i] && argmax(&w, &features[i], classes, dim) == ys[i])
+            .count();
+        heldout_accuracy = Some(right as f32 / heldout as f32);
+    }
+    let xs: Vec<&Features> = features.iter().collect();
+    let w = fit(&xs, &ys, classes, dim, opts, &mut |d, t| {
+        progress("fit", d, t)
+    });
+    let meta = PlannerMeta {
+        format: FORMAT,
+        features: spec,
+        templates,
+        answer_threshold: DEFAULT_THRESHOLD,
+        keep_anchors: Vec::new(),
+        encoder: encoder_name.map(String::from),
+        trained_on: prepared.len(),
+        heldout_accuracy,
+    };
+    let planner = LearnedPlanner::new(meta, w).map_err(|e| TrainError::Line {
+        line: 0,
+        message: e.to_string(),
+    })?;
+    Ok(TrainReport {
+        planner,
+        used: prepared.len(),
+        skipped,
+        classes,
+        heldout,
+        heldout_accuracy,
+    })
+}
+
+/// The arbitrator's cut when nothing was calibrated.
+pub const DEFAULT_THRESHOLD: f32 = 0.5;
+
+/// One calibration case: the executor's scores best first, and whether each
+/// answer is gold; `gold` is the size of the gold set.
+#[derive(Debug, Clone)]
+pub struct CalibrationCase {
+    pub scored: Vec<(f32, bool)>,
+    pub gold: usize,
+}
+
+/// The threshold τ (keep answers scoring >= τ · best, and always the best)
+/// with the highest mean answer-set F1 over `cases`; ties go to the higher τ.
+/// Returns (τ, mean F1).
+pub fn calibrate(cases: &[CalibrationCase]) -> Option<(f32, f32)> {
+    if cases.is_empty() {
+        return None;
+    }
+    let mut best: Option<(f32, f32)> = None;
+    for step in 0..=20 {
+        let tau = step as f32 / 20.0;
+        let mut sum = 0.0;
+        for case in cases {
+            let top = case.scored.first().map(|s| s.0).unwrap_or(0.0);
+            let kept: Vec<bool> = case
+                .scored
+                .iter()
+                .enumerate()
+                .filter(|(i, (s, _))| *i == 0 || *s >= tau * top)
+                .map(|(_, (_, g))| *g)
+                .collect();
+            let tp = kept.iter().filter(|g| **g).count();
+            let denom = kept.len() + case.gold;
+            sum += if denom == 0 {
+                0.0
+            } else {
+                2.0 * tp as f32 / denom as f32
+            };
+        }
+        let f1 = sum / cases.len() as f32;
+        if best.is_none_or(|(_, b)| f1 >= b) {
+            best = Some((tau, f1));
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn examples_parse_with_clear_errors() {
+        let ex = parse_examples("# c\n\nwho directed [X]\t\"X\" -> directed_by\tA|B\nq\td\n")
+            .expect("parses");
+        assert_eq!(ex.len(), 2);
+        assert_eq!(ex[0].line, 3);
+        assert_eq!(ex[0].answers, Some(vec!["A".to_string(), "B".to_string()]));
+        assert_eq!(ex[1].answers, None);
+        let err = parse_examples("ok\tq\nonly a question\n").expect_err("bad line");
+        assert!(err.to_string().starts_with("line 2:"), "{err}");
+    }
+
+    #[test]
+    fn calibration_prefers_the_cut_that_fits_the_gold_sets() {
+        // Gold answers score high, wrong ones low: a cut between them wins.
+        let cases = vec![
+            CalibrationCase {
+                scored: vec![(1.0, true), (0.9, true), (0.3, false), (0.2, false)],
+                gold: 2,
+            },
+            CalibrationCase {
+                scored: vec![(0.8, true), (0.1, false)],
+                gold: 1,
+            },
+        ];
+        let (tau, f1) = calibrate(&cases).expect("cases");
+        assert!((0.4..=0.9).contains(&tau), "tau {tau}");
+        assert!((f1 - 1.0).abs() < 1e-6);
+        assert!(calibrate(&[]).is_none());
+    }
+
+    #[test]
+    fn fit_separates_two_classes() {
+        let xs: Vec<Features> = (0..40)
+            .map(|i| Features {
+                dense: vec![],
+                sparse: vec![(if i % 2 == 0 { 0 } else { 1 }, 1.0)],
+            })
+            .collect();
+        let refs: Vec<&Features> = xs.iter().collect();
+        let ys: Vec<usize> = (0..40).map(|i| i % 2).collect();
+        let opts = TrainOptions {
+            epochs: 20,
+            batch: 8,
+            ..TrainOptions::default()
+        };
+        let w = fit(&refs, &ys, 2, 2, &opts, &mut |_, _| {});
+        for (x, y) in xs.iter().zip(&ys) {
+            assert_eq!(argmax(&w, x, 2, 2), *y);
+        }
+    }
+}

@@ -1,0 +1,426 @@
+//! Question answering end to end: `/v1/ask`, `kgbox ask` and `kgbox eval qa`
+//! with the learned planner (trained by the real `kgbox-pack`), with the LLM
+//! planner against a local server speaking the OpenAI chat-completions
+//! protocol, and the LLM privacy policy (loopback only in `local` mode, no
+//! triples leave in `remote` mode, every call audited).
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use kgbox_testkit::openai_server::{last_user_message, response_schema, FakeLlm};
+use kgbox_testkit::*;
+
+/// (movie, answer) pairs of `relation` in the demo KB, movies with exactly one answer.
+fn facts(relation: &str) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(repo_root().join("demo/movies.tsv")).unwrap();
+    let mut by_movie: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in text.lines() {
+        let cols: Vec<&str> = line.split('\t').collect();
+        if cols.len() == 3 && cols[1] == relation {
+            by_movie
+                .entry(cols[0].to_string())
+                .or_default()
+                .push(cols[2].to_string());
+        }
+    }
+    by_movie
+        .into_iter()
+        .filter(|(m, a)| a.len() == 1 && !m.contains('"') && !m.contains('['))
+        .map(|(m, mut a)| (m, a.remove(0)))
+        .collect()
+}
+
+const PHRASINGS: [(&str, [&str; 4]); 3] = [
+    (
+        "directed_by",
+        [
+            "who directed [M]",
+            "who is the director of [M]",
+            "[M] was directed by who",
+            "the director of [M] is who",
+        ],
+    ),
+    (
+        "written_by",
+        [
+            "who wrote [M]",
+            "who is the writer of [M]",
+            "[M] was written by who",
+            "the screenwriter of [M] is who",
+        ],
+    ),
+    (
+        "release_year",
+        [
+            "when was [M] released",
+            "what year did [M] come out",
+            "[M] was released in which year",
+            "the release year of [M] is what",
+        ],
+    ),
+];
+
+/// Held out of training: (question, expected answer, expected query).
+struct Probe {
+    question: String,
+    answer: String,
+    query: String,
+}
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    keys: Keys,
+    bundle: PathBuf,
+    probes: Vec<Probe>,
+}
+
+/// Packs the demo KB with a learned planner trained on the phrasings above
+/// about the first movies of each relation; probes ask about later movies.
+fn learned_bundle() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = Keys::new(dir.path(), "qa", 31);
+    let mut examples = String::from("# question<TAB>DSL<TAB>answers\n");
+    let mut probes = Vec::new();
+    for (relation, phrasings) in PHRASINGS {
+        let facts = facts(relation);
+        assert!(facts.len() > 30, "{relation}: {} facts", facts.len());
+        for (i, (movie, answer)) in facts.iter().take(24).enumerate() {
+            let q = phrasings[i % 4].replace('M', movie);
+            examples.push_str(&format!("{q}\t\"{movie}\" -> {relation}\t{answer}\n"));
+        }
+        for (i, (movie, answer)) in facts.iter().skip(24).take(4).enumerate() {
+            probes.push(Probe {
+                question: phrasings[i].replace('M', movie),
+                answer: answer.clone(),
+                query: format!("\"{movie}\" -> {relation}"),
+            });
+        }
+    }
+    let ex = dir.path().join("examples.tsv");
+    std::fs::write(&ex, examples).unwrap();
+    let bundle = dir.path().join("qa.kgb");
+    pack(
+        &repo_root().join("demo/movies.tsv"),
+        "qa-demo",
+        "1.0.0",
+        &keys,
+        &bundle,
+        &["--planner-examples", ex.to_str().unwrap()],
+    );
+    Fixture {
+        dir,
+        keys,
+        bundle,
+        probes,
+    }
+}
+
+fn ask(server: &Server, question: &str) -> (u16, serde_json::Value) {
+    server.post_json("/v1/ask", &json!({"question": question, "top_k": 5}))
+}
+
+#[test]
+fn learned_planner_over_http_cli_and_eval() {
+    let f = learned_bundle();
+    let device = Device::new(&[&f.keys.public], "");
+    device.install_ok(&f.bundle);
+    let server = device.serve();
+
+    // Questions about movies the planner never saw, in all phrasings.
+    for p in &f.probes {
+        let (status, v) = ask(&server, &p.question);
+        assert_eq!(status, 200, "{}: {v}", p.question);
+        assert_eq!(v["query"], p.query.as_str(), "{}", p.question);
+        assert_eq!(answer_names(&v)[0], p.answer, "{}", p.question);
+        assert_eq!(v["planner"], "learned");
+        assert_eq!(v["executor"], "symbolic");
+        assert_eq!(v["arbitration"]["method"], "threshold");
+        let path = &v["answers"][0]["paths"][0][0];
+        assert_eq!(path[1], p.query.rsplit(" -> ").next().unwrap());
+        for stage in ["link", "plan", "execute", "arbitrate", "total"] {
+            assert!(v["timings_ms"][stage].as_f64().unwrap() >= 0.0, "{stage}");
+        }
+        assert!(
+            v["plan"]["alternatives"][0]["probability"]
+                .as_f64()
+                .unwrap()
+                > 0.3
+        );
+    }
+    // Without brackets: the linker finds the mention.
+    let p = &f.probes[0];
+    let unbracketed = p.question.replace(['[', ']'], "");
+    let (status, v) = ask(&server, &unbracketed);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["query"], p.query.as_str());
+    assert_eq!(v["linked"][0]["method"], "exact");
+
+    // Errors name the problem.
+    let (status, v) = ask(&server, "what is the airspeed of an unladen swallow");
+    assert_eq!(status, 422, "{v}");
+    assert_eq!(v["error"]["code"], "no_entity");
+    let (status, v) = ask(&server, "   ");
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (400, Some("bad_request"))
+    );
+    let (status, v) = server.post_json("/v1/ask", &json!({"question": p.question, "top_k": 0}));
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (400, Some("bad_request"))
+    );
+    let (status, v) = server.post_json("/v1/ask", &json!({"question": p.question, "colour": 1}));
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (422, Some("bad_json"))
+    );
+    let (status, v) = server.post_json(
+        "/v1/ask",
+        &json!({"question": p.question, "planner": "llm"}),
+    );
+    assert_eq!(status, 422, "{v}");
+    assert_eq!(v["error"]["code"], "no_planner");
+    assert!(v["error"]["message"].as_str().unwrap().contains("llm.mode"));
+    drop(server);
+
+    // The CLI twin, readable and JSON.
+    let o = device.kgbox(&["ask", &p.question]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains(&format!("query:     {}", p.query)), "{out}");
+    assert!(out.contains(&p.answer), "{out}");
+    assert!(out.contains("planner:   learned"), "{out}");
+    let o = device.kgbox(&["ask", &p.question, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(answer_names(&v)[0], p.answer);
+
+    // eval qa over the probes (MetaQA format): all right, one JSON line last.
+    let qfile = f.dir.path().join("probes.txt");
+    let lines: Vec<String> = f
+        .probes
+        .iter()
+        .map(|p| format!("{}\t{}", p.question, p.answer))
+        .collect();
+    std::fs::write(
+        &qfile,
+        lines.join("\n") + "\nwho directed [Nothing Such]\tX\n",
+    )
+    .unwrap();
+    let o = device.kgbox(&[
+        "eval",
+        "qa",
+        "--questions",
+        qfile.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let last: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(last["n"], f.probes.len() + 1);
+    assert_eq!(last["errors"], 1, "the unknown movie: {last}");
+    let expected = f.probes.len() as f64 / (f.probes.len() + 1) as f64;
+    assert!(
+        (last["hits_at_1"].as_f64().unwrap() - expected).abs() < 1e-9,
+        "{last}"
+    );
+    assert!(last["p50_ms"].as_f64().unwrap() > 0.0);
+    assert!(last["stages"]["plan"]["p95_ms"].is_number());
+    // A malformed file is refused with its line.
+    std::fs::write(&qfile, "a question without answers\n").unwrap();
+    let o = device.kgbox(&["eval", "qa", "--questions", qfile.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("probes.txt:1"), "{}", stderr(&o));
+}
+
+/// A scripted LLM: the first plan reply names a relation that does not
+/// exist, the second is right; the arbitrator picks `pick`.
+fn scripted_llm(right_query: String, pick: String) -> FakeLlm {
+    let plans = std::sync::atomic::AtomicUsize::new(0);
+    FakeLlm::start(move |body| {
+        let schema = response_schema(body)
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        if schema.contains("\"query\"") {
+            let n = plans.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let q = if n % 2 == 0 {
+                right_query.replace("directed_by", "directed")
+            } else {
+                right_query.clone()
+            };
+            Ok(json!({ "query": q }).to_string())
+        } else if schema.contains("\"answers\"") {
+            Ok(json!({ "answers": [pick.clone(), "Not A Candidate"] }).to_string())
+        } else {
+            Err((400, "no schema".into()))
+        }
+    })
+}
+
+fn llm_config(mode: &str, endpoint: &str, audit: &Path, extra: &str) -> String {
+    format!(
+        "[planner]\nkind = \"llm\"\n[llm]\nmode = \"{mode}\"\nendpoint = \"{endpoint}\"\naudit_log = {:?}\n{extra}\n",
+        audit.display().to_string()
+    )
+}
+
+/// Every triple of the demo KB in the forms a prompt could carry it.
+fn triple_forms() -> Vec<String> {
+    let text = std::fs::read_to_string(repo_root().join("demo/movies.tsv")).unwrap();
+    let mut forms = Vec::new();
+    for line in text.lines() {
+        let c: Vec<&str> = line.split('\t').collect();
+        if c.len() != 3 {
+            continue;
+        }
+        let (h, r, t) = (c[0], c[1], c[2]);
+        forms.push(format!("{h} -[{r}]-> {t}"));
+        forms.push(format!("{h}\\t{r}\\t{t}"));
+        forms.push(format!("{h} {r} {t}"));
+        forms.push(format!("({h}, {r}, {t})"));
+        forms.push(format!("{h} -> {r} -> {t}"));
+        forms.push(format!("\\\"{h}\\\" -> {r} -> \\\"{t}\\\""));
+        forms.push(json!([h, r, t]).to_string());
+    }
+    forms
+}
+
+fn leaked(bodies: &[String], forms: &[String]) -> Vec<String> {
+    forms
+        .iter()
+        .filter(|f| bodies.iter().any(|b| b.contains(f.as_str())))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn llm_planner_with_retry_arbitration_audit_and_no_triples_leaving() {
+    let f = learned_bundle();
+    let p = &f.probes[0];
+    let llm = scripted_llm(p.query.clone(), p.answer.clone());
+    let audit = f.dir.path().join("audit.jsonl");
+    let device = Device::new(
+        &[&f.keys.public],
+        &llm_config("remote", &llm.base_url(), &audit, ""),
+    );
+    device.install_ok(&f.bundle);
+    let server = device.serve();
+    let (status, v) = ask(&server, &p.question);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["planner"], "llm");
+    assert_eq!(v["query"], p.query.as_str());
+    assert_eq!(v["plan"]["attempts"], 2);
+    assert!(
+        v["plan"]["rejected"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("directed"),
+        "{v}"
+    );
+    assert_eq!(v["arbitration"]["method"], "llm");
+    assert_eq!(answer_names(&v), vec![p.answer.clone()]);
+
+    // The retry carried the error back to the model.
+    let calls = llm.calls();
+    assert_eq!(calls.len(), 3, "plan, plan again, arbitrate");
+    assert!(last_user_message(&calls[1].body).contains("cannot be run"));
+    assert!(calls.iter().all(|c| c.path == "/v1/chat/completions"));
+
+    // The prompt holds the question, the linked entity and relation names.
+    let plan_prompt = last_user_message(&calls[0].body);
+    assert!(plan_prompt.contains(&p.question));
+    assert!(plan_prompt.contains("- directed_by"));
+
+    // No triple of the graph left the box in any request body.
+    let bodies: Vec<String> = calls.iter().map(|c| c.raw_body.clone()).collect();
+    let forms = triple_forms();
+    assert_eq!(leaked(&bodies, &forms), Vec::<String>::new());
+
+    // Each call is in the audit log, before and after, with its bytes.
+    let log = std::fs::read_to_string(&audit).unwrap();
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let requests: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["event"] == "request").collect();
+    assert_eq!(requests.len(), 3, "{log}");
+    assert_eq!(lines.iter().filter(|l| l["event"] == "response").count(), 3);
+    for (req, call) in requests.iter().zip(&calls) {
+        assert_eq!(req["endpoint"], llm.base_url().as_str());
+        assert_eq!(req["bytes_sent"], call.raw_body.len());
+        assert_eq!(req["request"], call.body);
+    }
+    assert_eq!(requests[2]["purpose"], "arbitrate");
+
+    // And counted in /metrics.
+    let (_, metrics) = server.get("/metrics");
+    assert!(
+        metrics.contains("kgbox_llm_calls_total{purpose=\"plan\"} 2"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("kgbox_llm_calls_total{purpose=\"arbitrate\"} 1"));
+
+    // The CLI asks the same way.
+    drop(server);
+    let o = device.kgbox(&["ask", &p.question]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("planner:   llm"), "{}", stdout(&o));
+    assert_eq!(llm.calls().len(), 6);
+}
+
+#[test]
+fn shared_context_does_send_paths_so_the_leak_check_can_fail() {
+    let f = learned_bundle();
+    let p = &f.probes[0];
+    let llm = scripted_llm(p.query.clone(), p.answer.clone());
+    let audit = f.dir.path().join("audit.jsonl");
+    let device = Device::new(
+        &[&f.keys.public],
+        &llm_config("remote", &llm.base_url(), &audit, "share_context = true"),
+    );
+    device.install_ok(&f.bundle);
+    let o = device.kgbox(&["ask", &p.question]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let bodies: Vec<String> = llm.calls().iter().map(|c| c.raw_body.clone()).collect();
+    let movie = p.query.split('"').nth(1).unwrap();
+    let expected = format!("{movie} -[{}]-> {}", "directed_by", p.answer);
+    assert!(leaked(&bodies, &triple_forms()).contains(&expected));
+}
+
+#[test]
+fn local_mode_refuses_endpoints_off_this_machine() {
+    let f = learned_bundle();
+    let audit = f.dir.path().join("audit.jsonl");
+    for endpoint in ["http://10.20.30.40:8080/v1", "https://llm.example.com/v1"] {
+        let device = Device::new(
+            &[&f.keys.public],
+            &llm_config("local", endpoint, &audit, ""),
+        );
+        let o = device.kgbox(&["serve", "--listen", "127.0.0.1:0"]);
+        assert!(!o.status.success(), "{endpoint}");
+        let err = stderr(&o);
+        assert!(err.contains("loopback") && err.contains(endpoint), "{err}");
+        let o = device.kgbox(&["ask", "who directed [Alien]"]);
+        assert!(!o.status.success());
+        assert!(stderr(&o).contains("loopback"));
+    }
+    assert!(!audit.exists(), "nothing was called, nothing audited");
+
+    // A loopback endpoint is fine in local mode.
+    let p = &f.probes[0];
+    let llm = scripted_llm(p.query.clone(), p.answer.clone());
+    let device = Device::new(
+        &[&f.keys.public],
+        &llm_config("local", &llm.base_url(), &audit, "arbitrate = false"),
+    );
+    device.install_ok(&f.bundle);
+    let o = device.kgbox(&["ask", &p.question, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["arbitration"]["method"], "threshold");
+    assert_eq!(answer_names(&v)[0], p.answer);
+    assert_eq!(llm.calls().len(), 2);
+}
