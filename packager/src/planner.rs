@@ -30,6 +30,8 @@ pub struct PlannerOptions {
     pub examples: Option<PathBuf>,
     /// The executor the threshold is calibrated with (the one the device will run).
     pub executor: Executor,
+    /// Use the bundle's sentence encoder for question features (when it has one).
+    pub use_encoder: bool,
 }
 
 pub struct PlannerSections {
@@ -113,7 +115,10 @@ pub fn sections(
     let embed_bar = bar(progress, prepared.len() as u64, "planner: embedding");
     let fit_bar = bar(progress, 1, "planner: fitting");
     let mut on_progress = |stage: &str, done: usize, total: usize| match stage {
-        "embed" => embed_bar.set_position(done as u64),
+        "embed" => {
+            embed_bar.set_length(total as u64);
+            embed_bar.set_position(done as u64);
+        }
         _ => {
             embed_bar.finish_and_clear();
             fit_bar.set_message(format!("planner: {stage}"));
@@ -121,12 +126,13 @@ pub fn sections(
             fit_bar.set_position(done as u64);
         }
     };
-    let encoder_name = embedder.as_ref().map(|_| kgbox_pack_encoder_name(built));
+    let planner_embedder = embedder.as_ref().filter(|_| opts.use_encoder);
+    let encoder_name = planner_embedder.map(|_| encoder_name(built));
     let mut report = train::train(
         &kg,
         &prepared,
         skipped,
-        embedder.as_ref().map(|e| e as &dyn Embedder),
+        planner_embedder.map(|e| e as &dyn Embedder),
         encoder_name.as_deref(),
         &TrainOptions::default(),
         &mut on_progress,
@@ -171,7 +177,7 @@ pub fn sections(
     Ok(out)
 }
 
-fn kgbox_pack_encoder_name(built: &[(&'static str, Vec<u8>)]) -> String {
+fn encoder_name(built: &[(&'static str, Vec<u8>)]) -> String {
     built
         .iter()
         .find(|(n, _)| *n == s::DENSE_META)

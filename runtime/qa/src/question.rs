@@ -47,7 +47,16 @@ pub fn choose_topic(question: &str, mentions: &[Mention]) -> Option<Topic> {
                 // Earlier wins: compare reversed start.
                 .then(b.start.cmp(&a.start))
         })?;
-    let candidate = best.candidates.first()?;
+    // Names that differ only in case or punctuation ("nina hoss" the tag,
+    // "Nina Hoss" the actor) share a normalized key and split the
+    // probability: the one written exactly as in the question wins the tie.
+    let top_p = best.candidates.first()?.probability;
+    let candidate = best
+        .candidates
+        .iter()
+        .take_while(|c| c.probability >= top_p)
+        .find(|c| c.name == best.text)
+        .or_else(|| best.candidates.first())?;
     Some(Topic {
         entity: candidate.entity,
         name: candidate.name.clone(),
@@ -154,6 +163,19 @@ mod tests {
         ];
         assert_eq!(choose_topic(q, &ms).expect("topic").name, "ridley scott");
         assert_eq!(mask(q, (19, 31)), "is blade runner by ENTITY");
+    }
+
+    #[test]
+    fn the_exactly_written_name_wins_a_tie() {
+        let mut m = mention("Nina Hoss", 1, true, 0.5);
+        let mut tag = m.candidates[0].clone();
+        tag.name = "nina hoss".into();
+        tag.entity = 99;
+        m.candidates.insert(0, tag.clone());
+        let t = choose_topic("[Nina Hoss]", std::slice::from_ref(&m)).expect("topic");
+        assert_eq!(t.name, "Nina Hoss");
+        m.text = "nina hoss".into();
+        assert_eq!(choose_topic("[nina hoss]", &[m]).expect("topic").entity, 99);
     }
 
     #[test]

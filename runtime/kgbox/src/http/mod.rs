@@ -252,7 +252,8 @@ fn llm_metrics(
     out: &mut String,
     stats: &std::collections::BTreeMap<String, kgbox_qa::llm::audit::CallStats>,
 ) {
-    let series: [(&str, &str, fn(&kgbox_qa::llm::audit::CallStats) -> u64); 4] = [
+    type Field = fn(&kgbox_qa::llm::audit::CallStats) -> u64;
+    let series: [(&str, &str, Field); 4] = [
         ("kgbox_llm_calls_total", "LLM calls made.", |s| s.calls),
         ("kgbox_llm_errors_total", "LLM calls that failed.", |s| {
             s.errors
