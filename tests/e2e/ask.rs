@@ -266,6 +266,20 @@ fn llm_config(mode: &str, endpoint: &str, audit: &Path, extra: &str) -> String {
     )
 }
 
+/// A device for `f`'s bundle whose LLM is a scripted server for probe 0,
+/// in `mode` with `extra` `[llm]` settings; also the audit log's path.
+fn llm_device(f: &Fixture, mode: &str, extra: &str) -> (FakeLlm, Device, PathBuf) {
+    let p = &f.probes[0];
+    let llm = scripted_llm(p.query.clone(), p.answer.clone());
+    let audit = f.dir.path().join("audit.jsonl");
+    let device = Device::new(
+        &[&f.keys.public],
+        &llm_config(mode, &llm.base_url(), &audit, extra),
+    );
+    device.install_ok(&f.bundle);
+    (llm, device, audit)
+}
+
 /// Every triple of the demo KB in the forms a prompt could carry it.
 fn triple_forms() -> Vec<String> {
     let text = std::fs::read_to_string(repo_root().join("demo/movies.tsv")).unwrap();
@@ -299,13 +313,7 @@ fn leaked(bodies: &[String], forms: &[String]) -> Vec<String> {
 fn llm_planner_with_retry_arbitration_audit_and_no_triples_leaving() {
     let f = learned_bundle();
     let p = &f.probes[0];
-    let llm = scripted_llm(p.query.clone(), p.answer.clone());
-    let audit = f.dir.path().join("audit.jsonl");
-    let device = Device::new(
-        &[&f.keys.public],
-        &llm_config("remote", &llm.base_url(), &audit, ""),
-    );
-    device.install_ok(&f.bundle);
+    let (llm, device, audit) = llm_device(&f, "remote", "");
     let server = device.serve();
     let (status, v) = ask(&server, &p.question);
     assert_eq!(status, 200, "{v}");
@@ -375,13 +383,7 @@ fn llm_planner_with_retry_arbitration_audit_and_no_triples_leaving() {
 fn shared_context_does_send_paths_so_the_leak_check_can_fail() {
     let f = learned_bundle();
     let p = &f.probes[0];
-    let llm = scripted_llm(p.query.clone(), p.answer.clone());
-    let audit = f.dir.path().join("audit.jsonl");
-    let device = Device::new(
-        &[&f.keys.public],
-        &llm_config("remote", &llm.base_url(), &audit, "share_context = true"),
-    );
-    device.install_ok(&f.bundle);
+    let (llm, device, _) = llm_device(&f, "remote", "share_context = true");
     let o = device.kgbox(&["ask", &p.question]);
     assert!(o.status.success(), "{}", stderr(&o));
     let bodies: Vec<String> = llm.calls().iter().map(|c| c.raw_body.clone()).collect();
@@ -411,12 +413,7 @@ fn local_mode_refuses_endpoints_off_this_machine() {
 
     // A loopback endpoint is fine in local mode.
     let p = &f.probes[0];
-    let llm = scripted_llm(p.query.clone(), p.answer.clone());
-    let device = Device::new(
-        &[&f.keys.public],
-        &llm_config("local", &llm.base_url(), &audit, "arbitrate = false"),
-    );
-    device.install_ok(&f.bundle);
+    let (llm, device, _) = llm_device(&f, "local", "arbitrate = false");
     let o = device.kgbox(&["ask", &p.question, "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use kgbox::qa::{AskParams, Qa};
 use kgbox::{Config, LoadedBundle};
 use kgbox_qa::{AskResult, PlannerKind};
@@ -170,15 +170,9 @@ pub struct GoldQuestion {
 
 /// Reads a question file; errors name the file and line.
 pub fn read_questions(path: &Path, format: QaFormat) -> Result<Vec<GoldQuestion>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim_end_matches('\r');
-        if line.trim().is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let bad = |what: &str| anyhow::anyhow!("{}:{}: {what}", path.display(), i + 1);
+    for (n, line) in super::eval::data_lines(path)? {
+        let bad = |what: &str| anyhow::anyhow!("{}:{}: {what}", path.display(), n);
         let mut cols = line.split('\t');
         let question = cols.next().unwrap_or("").trim().to_string();
         let answers_col = cols
@@ -203,7 +197,7 @@ pub fn read_questions(path: &Path, format: QaFormat) -> Result<Vec<GoldQuestion>
             return Err(bad("empty question or no answers"));
         }
         out.push(GoldQuestion {
-            line: i + 1,
+            line: n,
             question,
             answers,
         });

