@@ -40,3 +40,30 @@ qa_workdir() {
     "$KGBOX_PACK" keygen --out "$WORK" --name eval >&2
   fi
 }
+
+# Packs $KB as bundle NAME ($1) with a planner trained on EXAMPLES ($2), runs
+# `kgbox eval qa` on QUESTIONS ($3) in FORMAT ($4) and sets `last` to its JSON
+# line; earlier stdout lines of the eval go to stderr. LABEL ($5) names the
+# questions in the log.
+qa_pack_eval() {
+  local pack=("$KGBOX_PACK" build --triples "$KB" --name "$1" --version 1.0.0 --key "$WORK/eval.key"
+    -o "$WORK/kb.kgb" --quiet --planner-examples "$2")
+  if [[ $ENCODER == 1 ]]; then
+    pack+=(--embed --embed-model "$EMBED_MODEL")
+  else
+    pack+=(--planner-no-encoder)
+  fi
+  [[ -n $ULTRA ]] && pack+=(--ultra "$ULTRA")
+  log "pack $KB${ULTRA:+ with --ultra $ULTRA}"
+  "${pack[@]}" >&2
+  local evalcmd=("$KGBOX" eval qa --bundle "$WORK/kb.kgb" --trust "$WORK/eval.pub" --questions "$3"
+    --format "$4" --executor "$EXECUTOR" --json)
+  ((LIMIT > 0)) && evalcmd+=(--limit "$LIMIT")
+  local scope="all questions"
+  ((LIMIT > 0)) && scope="first $LIMIT questions"
+  log "eval qa ($EXECUTOR, $scope) on $5"
+  local out
+  out=$("${evalcmd[@]}")
+  if [[ $(printf '%s\n' "$out" | wc -l) -gt 1 ]]; then printf '%s\n' "$out" | sed '$d' >&2; fi
+  last=$(printf '%s\n' "$out" | tail -n 1)
+}

@@ -78,26 +78,7 @@ python3 "$REPO/benches/metaqa/planner_examples.py" --root "$TRAIN_DIR" --hops "$
 TRAINED=$(wc -l <"$WORK/examples.tsv")
 TRAINED=${TRAINED//[[:space:]]/}
 
-pack=("$KGBOX_PACK" build --triples "$KB" --name metaqa-eval --version 1.0.0 --key "$WORK/eval.key"
-  -o "$WORK/kb.kgb" --quiet --planner-examples "$WORK/examples.tsv")
-if [[ $ENCODER == 1 ]]; then
-  pack+=(--embed --embed-model "$EMBED_MODEL")
-else
-  pack+=(--planner-no-encoder)
-fi
-[[ -n $ULTRA ]] && pack+=(--ultra "$ULTRA")
-log "pack $KB_ARG${ULTRA:+ with --ultra $ULTRA}"
-"${pack[@]}" >&2
-
-evalcmd=("$KGBOX" eval qa --bundle "$WORK/kb.kgb" --trust "$WORK/eval.pub" --questions "$QUESTIONS"
-  --format metaqa --executor "$EXECUTOR" --json)
-((LIMIT > 0)) && evalcmd+=(--limit "$LIMIT")
-if ((LIMIT > 0)); then scope="first $LIMIT questions"; else scope="all questions"; fi
-log "eval qa ($EXECUTOR, $scope) on $QUESTIONS_ARG"
-out=$("${evalcmd[@]}")
-# Any earlier stdout lines of the eval are information: pass them to stderr.
-if [[ $(printf '%s\n' "$out" | wc -l) -gt 1 ]]; then printf '%s\n' "$out" | sed '$d' >&2; fi
-last=$(printf '%s\n' "$out" | tail -n 1)
+qa_pack_eval metaqa-eval "$WORK/examples.tsv" "$QUESTIONS" metaqa "$QUESTIONS_ARG"
 
 python3 - "$last" "$KB_ARG" "$QUESTIONS_ARG" "$EXECUTOR" "$TRAINED" <<'PY'
 import json, sys

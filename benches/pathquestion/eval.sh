@@ -75,26 +75,7 @@ TRAINED=$(wc -l <"$WORK/$SET-train.tsv")
 TRAINED=${TRAINED//[[:space:]]/}
 [[ -s $WORK/$SET-test.tsv ]] || die "no test lines in $SET_FILE"
 
-pack=("$KGBOX_PACK" build --triples "$KB" --name pathquestion-eval --version 1.0.0 --key "$WORK/eval.key"
-  -o "$WORK/kb.kgb" --quiet --planner-examples "$WORK/$SET-train.tsv")
-if [[ $ENCODER == 1 ]]; then
-  pack+=(--embed --embed-model "$EMBED_MODEL")
-else
-  pack+=(--planner-no-encoder)
-fi
-[[ -n $ULTRA ]] && pack+=(--ultra "$ULTRA")
-log "pack $KB_NAME${ULTRA:+ with --ultra $ULTRA}"
-"${pack[@]}" >&2
-
-evalcmd=("$KGBOX" eval qa --bundle "$WORK/kb.kgb" --trust "$WORK/eval.pub" --questions "$WORK/$SET-test.tsv"
-  --format pathquestion --executor "$EXECUTOR" --json)
-((LIMIT > 0)) && evalcmd+=(--limit "$LIMIT")
-if ((LIMIT > 0)); then scope="first $LIMIT test questions"; else scope="all test questions"; fi
-log "eval qa ($EXECUTOR, $scope)"
-out=$("${evalcmd[@]}")
-# Any earlier stdout lines of the eval are information: pass them to stderr.
-if [[ $(printf '%s\n' "$out" | wc -l) -gt 1 ]]; then printf '%s\n' "$out" | sed '$d' >&2; fi
-last=$(printf '%s\n' "$out" | tail -n 1)
+qa_pack_eval pathquestion-eval "$WORK/$SET-train.tsv" "$WORK/$SET-test.tsv" pathquestion "$SET test split"
 
 python3 - "$last" "$SET" "$KB_NAME" "$SET.txt (test split: line index % $TEST_EVERY == 0)" "$EXECUTOR" "$TRAINED" <<'PY'
 import json, sys
