@@ -4,6 +4,7 @@
 //! the privacy policy ([`policy`]) and the audit log ([`audit`]).
 
 pub mod audit;
+pub mod gbnf;
 #[cfg(feature = "local-llm")]
 pub mod local;
 pub mod openai;
