@@ -90,6 +90,8 @@ fn demo_bundle_is_current() {
             "demo-movies",
             "--version",
             "1.0.0",
+            "--planner-examples",
+            demo.join("planner-examples.tsv").to_str().unwrap(),
             "--key",
             demo.join("DEMO-ONLY.key").to_str().unwrap(),
             "--quiet",
@@ -103,7 +105,7 @@ fn demo_bundle_is_current() {
     let checked_in = std::fs::read(demo.join("demo.kgb")).unwrap();
     assert!(
         rebuilt == checked_in,
-        "demo/demo.kgb is out of date ({} bytes checked in, {} rebuilt from demo/movies.tsv): \
+        "demo/demo.kgb is out of date ({} bytes checked in, {} rebuilt from demo/movies.tsv and demo/planner-examples.tsv): \
          run scripts/make-demo.sh and commit the result",
         checked_in.len(),
         rebuilt.len()
