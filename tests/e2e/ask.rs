@@ -450,6 +450,7 @@ fn local_planner_when_built_with_the_feature_and_a_model() {
         // A valid query: it parsed and bound against the bundle.
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(v["planner"], "local");
+        assert!(v["query"].as_str().unwrap().contains("->"), "{v}");
         assert!(v["plan"]["attempts"].as_u64().unwrap() >= 1);
         println!("local planner wrote {} for {:?}", v["query"], p.question);
     } else {

@@ -200,8 +200,27 @@ fn relations(kg: &Kg<'_>, max: usize) -> Vec<RelationInfo> {
         .collect()
 }
 
+/// Whether a query follows at least one relation (a bare entity, or a set
+/// of entities, only answers the question with its own entities).
+pub fn has_projection(q: &kgbox_query::Query) -> bool {
+    use kgbox_query::Query;
+    match q {
+        Query::Entity { .. } => false,
+        Query::Project { .. } => true,
+        Query::And { operands, .. } | Query::Or { operands, .. } => {
+            operands.iter().any(has_projection)
+        }
+        Query::Not { operand, .. } => has_projection(operand),
+    }
+}
+
 fn validate(kg: &Kg<'_>, q: &str) -> Result<(), String> {
     let query = kgbox_query::parse(q).map_err(|d| d.to_string())?;
+    if !has_projection(&query) {
+        return Err(
+            "the query follows no relation: write ENTITY -> relation (-> relation ...)".into(),
+        );
+    }
     kgbox_query::bind::bind(kg, &query, q)
         .map(|_| ())
         .map_err(|d| d.to_string())
@@ -418,4 +437,18 @@ pub fn ask(
             total: ms(t_all),
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_projection;
+
+    #[test]
+    fn a_query_must_follow_a_relation() {
+        let q = |t: &str| kgbox_query::parse(t).expect("parses");
+        assert!(!has_projection(&q("\"Blade Runner\"")));
+        assert!(!has_projection(&q("OR(a, b)")));
+        assert!(has_projection(&q("\"Blade Runner\" -> directed_by")));
+        assert!(has_projection(&q("AND(a -> r, b)")));
+    }
 }
