@@ -268,7 +268,7 @@ pub fn ask(
     let t = Instant::now();
     let mut plan = PlanInfo::default();
     let mut keep_anchors = false;
-    let mut threshold = ctx
+    let threshold = ctx
         .learned
         .map(|l| l.meta.answer_threshold)
         .unwrap_or(DEFAULT_THRESHOLD);
@@ -401,9 +401,6 @@ pub fn ask(
             ),
         }
     } else {
-        if !threshold.is_finite() {
-            threshold = DEFAULT_THRESHOLD;
-        }
         (
             threshold_cut(&scores, threshold, opts.top_k),
             Arbitration::Threshold { threshold },
