@@ -60,6 +60,8 @@ pub fn pack_runs(kb: &Path, key: &SecretKey, out: &Path, runs: usize) -> Result<
         progress: false,
         ultra: None,
         planner: None,
+        probes: Vec::new(),
+        allow_failing_probes: false,
     };
     let mut times = Vec::with_capacity(runs);
     let mut last = None;

@@ -10,6 +10,8 @@ pub mod inspect;
 pub mod keygen;
 pub mod pack;
 pub mod planner;
+pub mod probes;
+pub mod push;
 pub mod ultra;
 
 pub use pack::{pack, pack_with, PackOptions, PackReport};

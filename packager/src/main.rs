@@ -93,6 +93,17 @@ struct BuildArgs {
     /// the zero-shot planner's relation vectors).
     #[arg(long, conflicts_with = "planner_examples")]
     no_planner: bool,
+    /// A health-check query for devices: `QUERY` or `QUERY<TAB>expected|names`
+    /// (repeatable). It must return answers, including the expected ones.
+    #[arg(long, value_name = "PROBE")]
+    probe: Vec<String>,
+    /// Health-check queries, one per line (as --probe; `#` comments).
+    #[arg(long, value_name = "FILE")]
+    probes: Option<PathBuf>,
+    /// Write the bundle even if its probes fail on this graph (to test a
+    /// device's automatic rollback).
+    #[arg(long)]
+    allow_failing_probes: bool,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -118,6 +129,8 @@ enum Command {
     Build(Box<BuildArgs>),
     /// Print a bundle's manifest and section table.
     Inspect { bundle: PathBuf },
+    /// Send a bundle to devices over MQTT (or to one device over HTTP).
+    Push(Box<kgbox_pack::push::PushArgs>),
 }
 
 fn run() -> Result<()> {
@@ -161,6 +174,8 @@ fn run() -> Result<()> {
                     .as_deref()
                     .map(kgbox_pack::ultra::UltraOptions::from_prefix),
                 planner,
+                probes: kgbox_pack::probes::collect(&args.probe, args.probes.as_deref())?,
+                allow_failing_probes: args.allow_failing_probes,
             };
             let embed = match (args.embed, args.embed_model) {
                 (true, Some(model)) => Some(EmbedOptions {
@@ -199,6 +214,7 @@ fn run() -> Result<()> {
             );
         }
         Command::Inspect { bundle } => print!("{}", inspect::inspect(&bundle)?),
+        Command::Push(args) => kgbox_pack::push::run(&args)?,
     }
     Ok(())
 }

@@ -38,6 +38,11 @@ pub struct PackOptions {
     /// The learned planner's examples and calibration (`None`: no planner
     /// sections, not even the zero-shot relation vectors).
     pub planner: Option<crate::planner::PlannerOptions>,
+    /// Health-check queries stored in the manifest.
+    pub probes: Vec<kgbox_bundle::Probe>,
+    /// Write the bundle even when its own probes fail here (to test a
+    /// device's rollback).
+    pub allow_failing_probes: bool,
 }
 
 #[derive(Debug)]
@@ -141,7 +146,7 @@ pub fn pack_with(
     }
     bar.finish_and_clear();
     let read_time = t0.elapsed();
-    let warnings = std::mem::take(&mut raw.warnings);
+    let mut warnings = std::mem::take(&mut raw.warnings);
 
     let t1 = Instant::now();
     let mut built = graph::build(raw)?;
@@ -165,6 +170,29 @@ pub fn pack_with(
         models.extend(planner.model);
         notes.extend(planner.report);
     }
+    if !opts.probes.is_empty() {
+        let outcomes = crate::probes::check(&built.sections, &opts.probes)?;
+        let failed: Vec<String> = outcomes
+            .iter()
+            .filter(|o| !o.passed)
+            .map(|o| o.describe())
+            .collect();
+        if !failed.is_empty() && !opts.allow_failing_probes {
+            anyhow::bail!(
+                "{} of {} probe queries fail on this graph, so every device would roll the bundle back: {}",
+                failed.len(),
+                outcomes.len(),
+                failed.join("; ")
+            );
+        }
+        for f in &failed {
+            warnings.push(format!("probe fails (kept by --allow-failing-probes): {f}"));
+        }
+        notes.push(format!(
+            "probes: {} health-check queries stored in the manifest",
+            outcomes.len()
+        ));
+    }
     let build_time = t1.elapsed();
 
     let t2 = Instant::now();
@@ -180,6 +208,7 @@ pub fn pack_with(
         normalizer: NORMALIZER_ID.to_string(),
         stats: built.stats.clone(),
         models,
+        probes: opts.probes.clone(),
     };
     let mut writer = BundleWriter::new(manifest).level(opts.level);
     for (name, data) in built.sections {

@@ -60,6 +60,8 @@ pub fn options(triples: &Path) -> PackOptions {
         progress: false,
         ultra: None,
         planner: None,
+        probes: Vec::new(),
+        allow_failing_probes: false,
     }
 }
 

@@ -34,7 +34,7 @@ pub use format::{Prefix, SectionEntry, FORMAT_VERSION};
 pub use image::{AlignedBytes, ImageView, OwnedImage};
 pub use keys::{KeyId, PublicKey, SecretKey, TrustedKeys};
 pub use kg::Kg;
-pub use manifest::{KgStats, Manifest, ModelInfo};
+pub use manifest::{KgStats, Manifest, ModelInfo, Probe};
 pub use reader::{BundleReader, Limits};
 pub use writer::BundleWriter;
 

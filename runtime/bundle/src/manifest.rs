@@ -27,6 +27,21 @@ pub struct Manifest {
     /// ONNX models and other engines' files held in sections.
     #[serde(default)]
     pub models: Vec<ModelInfo>,
+    /// Probe queries a device runs after installing the bundle: its health
+    /// check. A failing probe rolls the install back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<Probe>,
+}
+
+/// One health-check query: it must run without error and return answers,
+/// and every name in `expect` must be among them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Probe {
+    /// A DSL query, e.g. `"Blade Runner" -> directed_by`.
+    pub query: String,
+    /// Entity names that must be among the answers (any rank).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expect: Vec<String>,
 }
 
 /// Size of the knowledge graph.

@@ -178,6 +178,8 @@ pub fn install(path: &Path, cfg: &Config, opts: &InstallOptions) -> Result<Insta
         installed_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
         image_bytes,
         error: String::new(),
+        // Checked by the next start of `serve`, or at once by a live deploy.
+        health: crate::store::Health::Pending,
     };
     store.commit_install(&record)?;
     Ok(InstallReport {

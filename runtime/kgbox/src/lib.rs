@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod demo;
+pub mod deploy;
 pub mod dense;
 pub mod entity;
 pub mod error;
@@ -14,8 +15,10 @@ pub mod http;
 pub mod install;
 pub mod loaded;
 pub mod metrics;
+pub mod mqtt;
 pub mod neural;
 pub mod qa;
+pub mod served;
 pub mod store;
 
 pub use config::Config;

@@ -76,6 +76,33 @@ pub enum SlotStatus {
     Ready,
 }
 
+/// Whether a ready slot's bundle passed its health check (RAUC's mark-good).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Health {
+    /// Installed and made active, not yet started: the next start checks it.
+    Pending,
+    /// Being checked (or settling). A start that finds the active slot in
+    /// trial knows the last run died before mark-good, and rolls back.
+    Trial,
+    /// Passed its health check. (Records from before health existed read as good.)
+    #[default]
+    Good,
+    /// Failed its health check; never made active again by a rollback.
+    Bad,
+}
+
+impl fmt::Display for Health {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Health::Pending => "pending",
+            Health::Trial => "trial",
+            Health::Good => "good",
+            Health::Bad => "bad",
+        })
+    }
+}
+
 /// What a slot holds.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SlotRecord {
@@ -99,6 +126,8 @@ pub struct SlotRecord {
     pub image_bytes: u64,
     #[serde(default)]
     pub error: String,
+    #[serde(default)]
+    pub health: Health,
 }
 
 /// A snapshot of the state database.
@@ -301,6 +330,7 @@ impl Store {
             installed_at: String::new(),
             image_bytes: 0,
             error: String::new(),
+            health: Health::Pending,
         };
         self.put_record(&mut wtxn, &record)?;
         wtxn.commit().map_err(|e| self.map_err(e))?;
@@ -358,6 +388,12 @@ impl Store {
             .record(target)
             .filter(|r| r.status == SlotStatus::Ready)
             .ok_or_else(|| Error::Rollback(format!("slot {target} holds no complete bundle")))?;
+        if record.health == Health::Bad {
+            return Err(Error::Rollback(format!(
+                "slot {target} holds {} {}, which failed its health check",
+                record.name, record.version
+            )));
+        }
         check(record)?;
         self.db
             .put(&mut wtxn, KEY_ACTIVE, target.name())
@@ -367,5 +403,52 @@ impl Store {
             .map_err(|e| self.map_err(e))?;
         wtxn.commit().map_err(|e| self.map_err(e))?;
         Ok((active, target))
+    }
+
+    /// Sets the health of `slot`'s record (one transaction).
+    pub fn set_health(&self, slot: Slot, health: Health, note: &str) -> Result<()> {
+        let mut wtxn = self.env.write_txn().map_err(|e| self.map_err(e))?;
+        let state = self.read_state(&wtxn)?;
+        let mut rec = state
+            .record(slot)
+            .cloned()
+            .ok_or_else(|| self.corrupt(format!("slot {slot} has no record")))?;
+        rec.health = health;
+        rec.error = note.to_string();
+        self.put_record(&mut wtxn, &rec)?;
+        wtxn.commit().map_err(|e| self.map_err(e))
+    }
+
+    /// The active bundle failed its health check: in one transaction it is
+    /// marked bad and the previous slot (when it holds a bundle that is not
+    /// bad) becomes active again. Returns the slot now active, if any.
+    pub fn fail_active(&self, reason: &str) -> Result<Option<Slot>> {
+        let mut wtxn = self.env.write_txn().map_err(|e| self.map_err(e))?;
+        let state = self.read_state(&wtxn)?;
+        let active = state
+            .active
+            .ok_or_else(|| Error::Rollback("no bundle is installed".into()))?;
+        let mut rec = state
+            .record(active)
+            .cloned()
+            .ok_or_else(|| self.corrupt(format!("slot {active} has no record")))?;
+        rec.health = Health::Bad;
+        rec.error = reason.to_string();
+        self.put_record(&mut wtxn, &rec)?;
+        let back = state.previous.filter(|p| {
+            state
+                .record(*p)
+                .is_some_and(|r| r.status == SlotStatus::Ready && r.health != Health::Bad)
+        });
+        if let Some(back) = back {
+            self.db
+                .put(&mut wtxn, KEY_ACTIVE, back.name())
+                .map_err(|e| self.map_err(e))?;
+            self.db
+                .delete(&mut wtxn, KEY_PREVIOUS)
+                .map_err(|e| self.map_err(e))?;
+        }
+        wtxn.commit().map_err(|e| self.map_err(e))?;
+        Ok(back)
     }
 }

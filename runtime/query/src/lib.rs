@@ -17,6 +17,7 @@ pub mod fuzzy;
 pub mod link;
 pub mod parse;
 pub mod plan;
+pub mod probe;
 pub mod retrieve;
 pub mod run;
 

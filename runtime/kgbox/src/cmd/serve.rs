@@ -5,9 +5,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use kgbox::deploy::{self, Deployer};
 use kgbox::http::{self, AppState};
 use kgbox::metrics::Metrics;
-use kgbox::{install, Config};
+use kgbox::served::Served;
+use kgbox::store::Health;
+use kgbox::Config;
 
 fn init_logging(level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -19,92 +22,45 @@ fn init_logging(level: &str) {
         .try_init();
 }
 
+/// The bundle to serve: the active slot's (after the start-up health
+/// decisions of [`deploy::startup`]) or the built-in demo.
+fn initial(cfg: &Config) -> Result<(Served, Health)> {
+    if let Some((served, health)) = deploy::startup(cfg)? {
+        let m = served.bundle.manifest();
+        tracing::info!(bundle = %m.name, version = %m.version, source = %served.bundle.source.label(), %health, "loaded the active bundle");
+        return Ok((served, health));
+    }
+    if !cfg.demo {
+        anyhow::bail!(
+            "no servable bundle is installed in {} and the demo is disabled (demo = false)",
+            cfg.data_dir.display()
+        );
+    }
+    let b = kgbox::demo::load_demo().context("loading the built-in demo bundle")?;
+    tracing::warn!(
+        data_dir = %cfg.data_dir.display(),
+        "no bundle installed: serving the built-in DEMO bundle `{}` {} (signed with a demo-only key; install your own with `kgbox install`)",
+        b.manifest().name,
+        b.manifest().version
+    );
+    let served = Served::load(b, cfg).map_err(anyhow::Error::msg)?;
+    Ok((served, Health::Good))
+}
+
 pub fn run(cfg: Config, started: Instant) -> Result<()> {
     init_logging(&cfg.log.level);
-    let bundle = match install::load_active(&cfg.data_dir)? {
-        Some(b) => {
-            let m = b.manifest();
-            tracing::info!(bundle = %m.name, version = %m.version, source = %b.source.label(), "loaded the active bundle");
-            b
-        }
-        None if cfg.demo => {
-            let b = kgbox::demo::load_demo().context("loading the built-in demo bundle")?;
-            tracing::warn!(
-                data_dir = %cfg.data_dir.display(),
-                "no bundle installed: serving the built-in DEMO bundle `{}` {} (signed with a demo-only key; install your own with `kgbox install`)",
-                b.manifest().name,
-                b.manifest().version
-            );
-            b
-        }
-        None => anyhow::bail!(
-            "no bundle is installed in {} and the demo is disabled (demo = false)",
-            cfg.data_dir.display()
-        ),
-    };
-    let encoder = if kgbox::dense::has_encoder(&bundle) {
-        let t = Instant::now();
-        match kgbox::dense::load_encoder(&bundle) {
-            Ok(Some(e)) => {
-                tracing::info!(
-                    load_ms = t.elapsed().as_secs_f64() * 1e3,
-                    "loaded the bundle's entity encoder (dense linking on)"
-                );
-                Some(Arc::new(e))
+    let (served, health) = initial(&cfg)?;
+    let admin_token = cfg.admin.token()?;
+    let cfg = Arc::new(cfg);
+    let deployer = Arc::new(Deployer::new(cfg.clone(), served, health));
+    if health == Health::Trial {
+        let d = deployer.clone();
+        std::thread::spawn(move || {
+            if let Err(e) = d.finish_settling() {
+                tracing::error!(error = %e, "cannot mark the bundle good");
             }
-            Ok(None) => {
-                tracing::warn!("the bundle carries an entity encoder but this build has no `dense` feature: linking stays lexical");
-                None
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot load the bundle's entity encoder: linking stays lexical");
-                None
-            }
-        }
-    } else {
-        None
-    };
-    let model = if kgbox::neural::has_model(&bundle) {
-        let t = Instant::now();
-        match kgbox::neural::load_model(&bundle, &cfg.executor) {
-            Ok(Some(m)) => {
-                tracing::info!(
-                    load_ms = t.elapsed().as_secs_f64() * 1e3,
-                    checkpoint = %m.meta().checkpoint,
-                    engine = m.engine().name(),
-                    device = m.engine().device(),
-                    "loaded the bundle's neural query model (neural and hybrid executors on)"
-                );
-                Some(Arc::new(m))
-            }
-            Ok(None) => None,
-            Err(e) => {
-                // Keep answering from the graph: a device that stops serving
-                // over a model it cannot run helps no one. Neural and hybrid
-                // requests get `no_neural_model` until this is fixed.
-                tracing::error!(
-                    error = %e,
-                    engine = %cfg.executor.engine,
-                    device = ?cfg.executor.device,
-                    "cannot load the bundle's neural query model: serving the symbolic executor only"
-                );
-                None
-            }
-        }
-    } else {
-        None
-    };
-    let mut executor = cfg.executor.clone();
-    if model.is_none() && executor.mode != kgbox_query::Executor::Symbolic {
-        tracing::warn!(
-            configured = %executor.mode,
-            "no neural query model: requests that name no executor run symbolic"
-        );
-        executor.mode = kgbox_query::Executor::Symbolic;
+        });
     }
-    let qa = kgbox::qa::Qa::load(&bundle, encoder.clone(), &cfg)
-        .map_err(|e| anyhow::anyhow!("cannot set up question answering: {e}"))?;
-    tracing::info!(planner = %cfg.planner.kind, "question answering: {}", qa.describe());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -114,23 +70,53 @@ pub fn run(cfg: Config, started: Instant) -> Result<()> {
             .await
             .with_context(|| format!("cannot listen on {}", cfg.http.listen))?;
         let addr = listener.local_addr()?;
+        let mqtt_stats = Arc::new(kgbox::mqtt::MqttStats::default());
         let state = Arc::new(AppState {
-            bundle: Arc::new(bundle),
+            deployer: deployer.clone(),
             metrics: Metrics::default(),
             ready: AtomicBool::new(false),
             started,
             startup_seconds: started.elapsed().as_secs_f64(),
             query: cfg.query.clone(),
             request_timeout: std::time::Duration::from_millis(cfg.http.request_timeout_ms),
-            encoder,
-            executor,
-            model,
-            qa: Arc::new(qa),
-            config: Arc::new(cfg.clone()),
+            config: cfg.clone(),
+            admin_token,
+            mqtt_stats: mqtt_stats.clone(),
         });
+        let app = http::router(state.clone(), &cfg.http);
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let mqtt = if cfg.mqtt.enabled {
+            let ctx = kgbox::mqtt::MqttContext {
+                cfg: cfg.clone(),
+                router: app.clone(),
+                deployer: deployer.clone(),
+                stats: mqtt_stats,
+            };
+            Some(tokio::spawn(kgbox::mqtt::run(ctx, stop_rx.clone())))
+        } else {
+            None
+        };
         state.ready.store(true, Ordering::Release);
         tracing::info!(%addr, startup_ms = state.startup_seconds * 1e3, "listening on http://{addr}");
-        http::serve(listener, state, &cfg.http).await?;
+        let mut http_stop = stop_rx.clone();
+        let shutdown = async move {
+            tokio::select! {
+                _ = http::shutdown_signal() => {},
+                _ = http_stop.wait_for(|s| *s) => {},
+            }
+        };
+        let served = http::serve(listener, app, shutdown);
+        // Whichever ends first (a signal, or MQTT failing), stop the other.
+        let result = served.await;
+        let _ = stop_tx.send(true);
+        if let Some(m) = mqtt {
+            match m.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::error!(error = %e, "MQTT front end stopped"),
+                Err(e) => tracing::error!(error = %e, "MQTT front end panicked"),
+            }
+        }
+        result?;
         Ok(())
     })
 }

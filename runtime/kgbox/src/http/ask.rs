@@ -99,11 +99,12 @@ pub async fn ask(
             )));
         }
     }
+    let served = state.served();
     if let Some(k) = req.seppr_k {
-        if k == 0 || k > state.executor.max_seppr_k {
+        if k == 0 || k > served.executor.max_seppr_k {
             return Err(bad_request(format!(
                 "seppr_k must be between 1 and {}",
-                state.executor.max_seppr_k
+                served.executor.max_seppr_k
             )));
         }
     }
@@ -113,7 +114,7 @@ pub async fn ask(
         Some(PathsParam::Count(n)) if n <= 100 => Some(n),
         Some(PathsParam::Count(_)) => return Err(bad_request("paths must be at most 100")),
     };
-    let executor = req.executor.unwrap_or(state.executor.mode);
+    let executor = req.executor.unwrap_or(served.executor.mode);
     let params = AskParams {
         planner: req.planner,
         top_k: req.top_k,
@@ -122,13 +123,13 @@ pub async fn ask(
         paths,
         deadline: Some(Instant::now() + state.request_timeout),
     };
-    let st = state.clone();
+    let config = state.config.clone();
     let result = tokio::task::spawn_blocking(move || {
-        st.qa.ask(
-            &st.bundle,
-            st.encoder.as_deref(),
-            st.model.as_deref(),
-            &st.config,
+        served.qa.ask(
+            &served.bundle,
+            served.encoder.as_deref(),
+            served.model.as_deref(),
+            &config,
             &question,
             &params,
         )

@@ -9,13 +9,14 @@ use axum::extract::{MatchedPath, Path, Query, Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use serde_json::json;
 use tower::limit::ConcurrencyLimitLayer;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::timeout::TimeoutLayer;
 
+pub mod admin;
 mod ask;
 mod query;
 
@@ -23,11 +24,12 @@ pub use query::{diagnostic_error, name_triple};
 
 use crate::config::{HttpConfig, QueryConfig};
 use crate::entity::{self, LookupError, Page};
-use crate::loaded::LoadedBundle;
+use crate::served::Served;
 use crate::metrics::{gauge, resident_bytes, Metrics};
 
 pub struct AppState {
-    pub bundle: Arc<LoadedBundle>,
+    /// The served bundle (hot-swappable) and the way to change it.
+    pub deployer: Arc<crate::deploy::Deployer>,
     pub metrics: Metrics,
     pub ready: AtomicBool,
     pub started: Instant,
@@ -36,16 +38,19 @@ pub struct AppState {
     pub query: QueryConfig,
     /// Queries stop at this age (the HTTP timeout).
     pub request_timeout: Duration,
-    /// The bundle's sentence encoder, when it carries one (dense linking).
-    pub encoder: Option<Arc<crate::dense::Encoder>>,
-    /// The neural executor's settings.
-    pub executor: crate::config::ExecutorConfig,
-    /// The bundle's neural query model, when it carries one and it loaded.
-    pub model: Option<Arc<kgbox_neural::UltraModel>>,
-    /// Planners, the LLM and its audit log.
-    pub qa: Arc<crate::qa::Qa>,
     /// The configuration (planner and LLM settings for `/v1/ask`).
     pub config: Arc<crate::config::Config>,
+    /// The admin bearer token; `None`: the admin API is off.
+    pub admin_token: Option<String>,
+    /// The MQTT front end's counters (all zero when it is off).
+    pub mqtt_stats: Arc<crate::mqtt::MqttStats>,
+}
+
+impl AppState {
+    /// The bundle to answer this request with (see [`crate::deploy::Deployer::served`]).
+    pub fn served(&self) -> Arc<Served> {
+        self.deployer.served()
+    }
 }
 
 /// A JSON error: `{"error": {"code": ..., "message": ...}}`.
@@ -104,7 +109,7 @@ impl From<LookupError> for ApiError {
 }
 
 pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
-    Router::new()
+    let public = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route(
@@ -113,12 +118,34 @@ pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
         )
         .route("/v2/health/ready", get(v2_ready))
         .route("/metrics", get(metrics))
+        .route("/v1/status", get(admin::status))
         .route("/v1/bundle", get(bundle))
         .route("/v1/entities/{*name}", get(entity))
         .route("/v1/query", post(query::query))
         .route("/v1/retrieve", post(query::retrieve_subgraph))
         .route("/v1/link", post(query::link))
         .route("/v1/ask", post(ask::ask))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            Duration::from_millis(cfg.request_timeout_ms),
+        ))
+        .layer(axum::extract::DefaultBodyLimit::max(cfg.body_limit_bytes));
+    // Uploads are large and slow: their own body limit (checked while
+    // streaming) and timeout.
+    let admin = Router::new()
+        .route("/v1/bundles", put(admin::put_bundle))
+        .route("/v1/bundles/rollback", post(admin::rollback))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            admin::require_token,
+        ))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            Duration::from_millis(state.config.admin.upload_timeout_ms),
+        ))
+        .layer(axum::extract::DefaultBodyLimit::disable());
+    public
+        .merge(admin)
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
         })
@@ -134,11 +161,6 @@ pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
             state.clone(),
             record_metrics,
         ))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            Duration::from_millis(cfg.request_timeout_ms),
-        ))
-        .layer(axum::extract::DefaultBodyLimit::max(cfg.body_limit_bytes))
         .layer(ConcurrencyLimitLayer::new(cfg.max_concurrency))
         .with_state(state)
 }
@@ -178,8 +200,9 @@ async fn v2_ready(State(state): State<Arc<AppState>>) -> Response {
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     let mut out = String::new();
     state.metrics.render(&mut out);
-    let m = state.bundle.manifest();
-    let source = state.bundle.source.label();
+    let served = state.served();
+    let m = served.bundle.manifest();
+    let source = served.bundle.source.label();
     let version = m.version.to_string();
     gauge(
         &mut out,
@@ -218,7 +241,7 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
         "kgbox_image_bytes",
         "Size of the served image.",
         &[],
-        state.bundle.image_len() as f64,
+        served.bundle.image_len() as f64,
     );
     gauge(
         &mut out,
@@ -234,7 +257,8 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
         &[],
         state.started.elapsed().as_secs_f64(),
     );
-    llm_metrics(&mut out, &state.qa.audit.stats());
+    llm_metrics(&mut out, &served.qa.audit.stats());
+    state.mqtt_stats.render(&mut out);
     if let Some(rss) = resident_bytes() {
         gauge(
             &mut out,
@@ -281,7 +305,8 @@ fn llm_metrics(
 }
 
 async fn bundle(State(state): State<Arc<AppState>>) -> Json<serde_json::Value> {
-    let b = &state.bundle;
+    let served = state.served();
+    let b = &served.bundle;
     let sections: Vec<_> = b
         .view()
         .prefix
@@ -305,7 +330,8 @@ async fn entity(
 ) -> Result<Json<entity::EntityView>, ApiError> {
     let Query(page) =
         page.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_request", e.body_text()))?;
-    let kg = state.bundle.kg().map_err(|e| {
+    let served = state.served();
+    let kg = served.bundle.kg().map_err(|e| {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "bundle_corrupt",
@@ -315,19 +341,19 @@ async fn entity(
     Ok(Json(entity::describe(&kg, &name, &page)?))
 }
 
-/// Serves until SIGINT or SIGTERM.
+/// Serves `app` until `shutdown` resolves.
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    state: Arc<AppState>,
-    cfg: &HttpConfig,
+    app: Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = router(state, cfg);
     axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(shutdown)
         .await
 }
 
-async fn shutdown_signal() {
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

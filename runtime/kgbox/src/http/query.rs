@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{ApiError, AppState};
+use crate::served::Served;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -109,8 +110,8 @@ pub fn exec_error(e: &ExecError) -> ApiError {
     }
 }
 
-fn kg_of(state: &AppState) -> Result<Kg<'_>, ApiError> {
-    state.bundle.kg().map_err(|e| {
+fn kg_of(served: &Served) -> Result<Kg<'_>, ApiError> {
+    served.bundle.kg().map_err(|e| {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "bundle_corrupt",
@@ -137,14 +138,15 @@ pub async fn query(
     body: Result<Json<QueryRequest>, JsonRejection>,
 ) -> Result<Json<QueryResponse>, ApiError> {
     let Json(req) = body.map_err(bad_body)?;
-    let executor = req.executor.unwrap_or(state.executor.mode);
+    let served = state.served();
+    let executor = req.executor.unwrap_or(served.executor.mode);
     if executor == kgbox_query::Executor::Symbolic {
         // Microseconds: run on the async thread.
-        return run_query(&state, req, executor).map(Json);
+        return run_query(&state, &served, req, executor).map(Json);
     }
     // Tens of milliseconds of model time: keep it off the async threads.
     let state2 = state.clone();
-    tokio::task::spawn_blocking(move || run_query(&state2, req, executor))
+    tokio::task::spawn_blocking(move || run_query(&state2, &served, req, executor))
         .await
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
         .map(Json)
@@ -152,18 +154,19 @@ pub async fn query(
 
 fn run_query(
     state: &AppState,
+    served: &Served,
     req: QueryRequest,
     executor: kgbox_query::Executor,
 ) -> Result<QueryResponse, ApiError> {
     let cfg = &state.query;
-    let seppr_k = req.seppr_k.unwrap_or(state.executor.seppr_k);
-    if seppr_k == 0 || seppr_k > state.executor.max_seppr_k {
+    let seppr_k = req.seppr_k.unwrap_or(served.executor.seppr_k);
+    if seppr_k == 0 || seppr_k > served.executor.max_seppr_k {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "bad_request",
             format!(
                 "seppr_k must be between 1 and {}",
-                state.executor.max_seppr_k
+                served.executor.max_seppr_k
             ),
         ));
     }
@@ -185,15 +188,15 @@ fn run_query(
     opts.exclude_anchors = !req.include_anchors;
     opts.deadline = Some(Instant::now() + state.request_timeout);
     opts.executor = executor;
-    let kg = kg_of(state)?;
+    let kg = kg_of(served)?;
     let t = Instant::now();
     let (answers, timings) = crate::neural::run_query(
         &kg,
-        state.model.as_deref(),
+        served.model.as_deref(),
         &req.query,
         &cfg.parse_limits(),
         &opts,
-        state.executor.seppr(seppr_k),
+        served.executor.seppr(seppr_k),
     )
     .map_err(|e| match e {
         QueryError::Invalid(d) => diagnostic_error(&d),
@@ -271,19 +274,20 @@ pub async fn link(
     if let Some(d) = req.dense {
         opts.dense = d;
     }
-    let kg = kg_of(&state)?;
+    let served = state.served();
+    let kg = kg_of(&served)?;
     let t = Instant::now();
     let mentions = crate::dense::link_text(
-        &state.bundle,
+        &served.bundle,
         &kg,
-        state.encoder.as_deref(),
+        served.encoder.as_deref(),
         &req.text,
         &opts,
     )
     .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "dense_link_failed", e))?;
     Ok(Json(json!({
         "mentions": mentions,
-        "dense": state.encoder.is_some(),
+        "dense": served.encoder.is_some(),
         "timings_ms": {"link": ms(t.elapsed())},
     })))
 }
@@ -336,7 +340,8 @@ pub async fn retrieve_subgraph(
             format!("max_triples must be between 1 and {MAX_RETRIEVE_TRIPLES}"),
         ));
     }
-    let kg = kg_of(&state)?;
+    let served = state.served();
+    let kg = kg_of(&served)?;
     let mut seeds = Vec::new();
     for name in &req.entities {
         let entity = match name.strip_prefix('#').and_then(|d| d.parse::<u32>().ok()) {

@@ -1,0 +1,440 @@
+//! Live deployment: install a bundle while serving, check its health, hot
+//! swap it in, mark it good, or roll back. Also the start-up decision of
+//! which bundle to serve (RAUC-style mark-good and automatic rollback).
+//!
+//! ```text
+//! install (inactive slot, health = pending, made active) ─► trial ─► load ─► probes
+//!        ├─ pass ─► swap (arc-swap) ─► settle ─► good
+//!        └─ fail ─► bad, previous slot active again, the old bundle keeps serving
+//! start: active good ─► serve · pending ─► check as above · trial (died before
+//!        mark-good) ─► bad, roll back · bad ─► nothing to serve (demo or error)
+//! ```
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use kgbox_query::probe::{run_probe, ProbeOutcome};
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::install::{self, InstallOptions};
+use crate::loaded::{LoadedBundle, Source};
+use crate::served::Served;
+use crate::store::{Health, Slot, SlotRecord, Store};
+
+/// A bundle's name and version.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct BundleRef {
+    pub name: String,
+    pub version: String,
+}
+
+/// What the device is serving, for `/v1/status` and the MQTT status topic.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceStatus {
+    pub bundle: BundleRef,
+    /// `slot-a`, `slot-b` or `demo`.
+    pub source: String,
+    pub slot: Option<Slot>,
+    pub health: Health,
+    pub uptime_s: u64,
+    pub kgbox_version: &'static str,
+    /// The last deployment's outcome, if any since start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_deploy: Option<DeployReport>,
+}
+
+/// What a deployment did.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeployReport {
+    /// `installed` or `rolled_back`.
+    pub outcome: DeployOutcome,
+    /// The bundle that was offered.
+    pub bundle: BundleRef,
+    pub slot: Slot,
+    /// Why the bundle was rolled back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub probes: Vec<ProbeOutcome>,
+    /// The bundle serving now.
+    pub serving: BundleRef,
+    pub timings_ms: DeployTimings,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum DeployOutcome {
+    Installed,
+    RolledBack,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DeployTimings {
+    /// Verify, decompress into the slot, flip.
+    pub install: f64,
+    /// Map the image and load its models.
+    pub load: f64,
+    pub probes: f64,
+    /// The hot swap itself.
+    pub swap: f64,
+    pub settle: f64,
+    pub total: f64,
+}
+
+/// Stages of a deployment, reported as they begin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    Installing,
+    HealthCheck,
+    Settling,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DeployError {
+    /// Verification or installation failed; nothing changed.
+    #[error(transparent)]
+    Install(#[from] Error),
+    #[error("another deployment is running")]
+    Busy,
+}
+
+/// The served bundle behind an `ArcSwap`, and the one way to change it.
+pub struct Deployer {
+    cfg: Arc<Config>,
+    served: ArcSwap<Served>,
+    started: Instant,
+    /// One deployment at a time in this process (installs also take
+    /// `install.lock` against other processes).
+    deploying: Mutex<()>,
+    info: Mutex<Info>,
+    changed: tokio::sync::watch::Sender<u64>,
+}
+
+struct Info {
+    health: Health,
+    last_deploy: Option<DeployReport>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn bundle_ref(b: &LoadedBundle) -> BundleRef {
+    BundleRef {
+        name: b.manifest().name.clone(),
+        version: b.manifest().version.to_string(),
+    }
+}
+
+/// Runs the bundle's probe queries with the configured executor.
+pub fn run_probes(served: &Served, cfg: &Config) -> Result<Vec<ProbeOutcome>, String> {
+    let kg = served.bundle.kg().map_err(|e| e.to_string())?;
+    let mut opts = cfg.query.exec_options();
+    opts.executor = served.executor.mode;
+    opts.deadline = Some(Instant::now() + Duration::from_millis(cfg.health.probe_timeout_ms));
+    let projector = served
+        .model
+        .as_deref()
+        .map(|m| kgbox_neural::NeuralProjector::new(&kg, m, served.executor.seppr(served.executor.seppr_k)));
+    let projector = match opts.executor {
+        kgbox_query::Executor::Symbolic => None,
+        _ => projector.as_ref().map(|p| p as &dyn kgbox_query::Projector),
+    };
+    let limits = cfg.query.parse_limits();
+    Ok(served
+        .bundle
+        .manifest()
+        .probes
+        .iter()
+        .map(|p| run_probe(&kg, p, &limits, &opts, projector))
+        .collect())
+}
+
+/// Loads a bundle and runs its health check: `Err(reason)` when it fails.
+fn check(
+    bundle: LoadedBundle,
+    cfg: &Config,
+) -> (Result<Served, String>, Vec<ProbeOutcome>, f64, f64) {
+    let t = Instant::now();
+    let served = match Served::load(bundle, cfg) {
+        Ok(s) => s,
+        Err(e) => return (Err(e), Vec::new(), ms(t.elapsed()), 0.0),
+    };
+    let load_ms = ms(t.elapsed());
+    let t = Instant::now();
+    let probes = match run_probes(&served, cfg) {
+        Ok(p) => p,
+        Err(e) => return (Err(e), Vec::new(), load_ms, ms(t.elapsed())),
+    };
+    let probe_ms = ms(t.elapsed());
+    let failed: Vec<String> = probes
+        .iter()
+        .filter(|p| !p.passed)
+        .map(ProbeOutcome::describe)
+        .collect();
+    if failed.is_empty() {
+        (Ok(served), probes, load_ms, probe_ms)
+    } else {
+        let reason = format!(
+            "{} of {} probe queries failed: {}",
+            failed.len(),
+            probes.len(),
+            failed.join("; ")
+        );
+        (Err(reason), probes, load_ms, probe_ms)
+    }
+}
+
+fn open_store(cfg: &Config) -> Result<Store, Error> {
+    Store::open(&cfg.data_dir, false)?.ok_or_else(|| Error::NothingInstalled(cfg.data_dir.clone()))
+}
+
+fn open_active(store: &Store, rec: &SlotRecord) -> Result<LoadedBundle, Error> {
+    LoadedBundle::open_image(&store.image_path(rec), rec.slot)
+}
+
+/// Chooses and loads the bundle to serve at start, finishing or undoing
+/// what an earlier run left (see the module docs). `Ok(None)`: nothing
+/// installed can be served.
+pub fn startup(cfg: &Config) -> Result<Option<(Served, Health)>, Error> {
+    let Some(store) = Store::open(&cfg.data_dir, false)? else {
+        return Ok(None);
+    };
+    // At most: the active slot, then the one rolled back to.
+    for _ in 0..3 {
+        let state = store.state()?;
+        let Some(rec) = state.active_record().cloned() else {
+            return Ok(None);
+        };
+        let what = format!("{} {} (slot {})", rec.name, rec.version, rec.slot);
+        match rec.health {
+            Health::Bad => {
+                tracing::error!(bundle = %what, error = %rec.error, "the active bundle failed its health check and there is nothing to roll back to");
+                return Ok(None);
+            }
+            Health::Trial => {
+                let reason = "the runtime stopped before the bundle was marked good";
+                tracing::error!(bundle = %what, "{reason}: rolling back");
+                roll_back(&store, reason)?;
+                continue;
+            }
+            Health::Good => match open_active(&store, &rec).map_err(|e| e.to_string()).and_then(|b| Served::load(b, cfg)) {
+                Ok(s) => return Ok(Some((s, Health::Good))),
+                Err(e) => {
+                    let reason = format!("the active bundle cannot be loaded: {e}");
+                    tracing::error!(bundle = %what, "{reason}: rolling back");
+                    roll_back(&store, &reason)?;
+                    continue;
+                }
+            },
+            Health::Pending => {
+                store.set_health(rec.slot, Health::Trial, "")?;
+                let result = open_active(&store, &rec).map_err(|e| e.to_string());
+                let (served, probes, _, _) = match result {
+                    Ok(b) => check(b, cfg),
+                    Err(e) => (Err(e), Vec::new(), 0.0, 0.0),
+                };
+                match served {
+                    Ok(s) => {
+                        if cfg.health.settle_ms > 0 {
+                            // Settling happens while serving; see `serve`.
+                            return Ok(Some((s, Health::Trial)));
+                        }
+                        store.set_health(rec.slot, Health::Good, "")?;
+                        tracing::info!(bundle = %what, probes = probes.len(), "health check passed: marked good");
+                        return Ok(Some((s, Health::Good)));
+                    }
+                    Err(reason) => {
+                        tracing::error!(bundle = %what, %reason, "health check failed: rolling back");
+                        roll_back(&store, &reason)?;
+                        continue;
+                    }
+                }
+            }
+        }
+    }
+    Err(Error::Rollback("no installed bundle passes its health check".into()))
+}
+
+fn roll_back(store: &Store, reason: &str) -> Result<Option<Slot>, Error> {
+    let back = store.fail_active(reason)?;
+    match back {
+        Some(s) => tracing::warn!(slot = %s, "rolled back to slot {s}"),
+        None => tracing::error!("no previous bundle to roll back to"),
+    }
+    Ok(back)
+}
+
+impl Deployer {
+    pub fn new(cfg: Arc<Config>, served: Served, health: Health) -> Deployer {
+        let (changed, _) = tokio::sync::watch::channel(0);
+        Deployer {
+            cfg,
+            served: ArcSwap::from_pointee(served),
+            started: Instant::now(),
+            deploying: Mutex::new(()),
+            info: Mutex::new(Info {
+                health,
+                last_deploy: None,
+            }),
+            changed,
+        }
+    }
+
+    pub fn config(&self) -> &Arc<Config> {
+        &self.cfg
+    }
+
+    /// The bundle to answer a request with. Hold the `Arc` for the whole
+    /// request: a swap meanwhile does not affect it.
+    pub fn served(&self) -> Arc<Served> {
+        self.served.load_full()
+    }
+
+    /// A counter bumped whenever the status changes.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    fn notify(&self) {
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    pub fn status(&self) -> DeviceStatus {
+        let served = self.served();
+        let info = lock(&self.info);
+        let slot = match &served.bundle.source {
+            Source::Slot { slot, .. } => Some(*slot),
+            _ => None,
+        };
+        DeviceStatus {
+            bundle: bundle_ref(&served.bundle),
+            source: served.bundle.source.label(),
+            slot,
+            health: info.health,
+            uptime_s: self.started.elapsed().as_secs(),
+            kgbox_version: install::RUNTIME_VERSION,
+            last_deploy: info.last_deploy.clone(),
+        }
+    }
+
+    /// After a start that checked a pending bundle: serve it through the
+    /// settle period, then mark it good (blocking; run on a thread).
+    pub fn finish_settling(&self) -> Result<(), Error> {
+        if lock(&self.info).health != Health::Trial {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(self.cfg.health.settle_ms));
+        let _guard = lock(&self.deploying);
+        let store = open_store(&self.cfg)?;
+        if let Some(slot) = self.status().slot {
+            store.set_health(slot, Health::Good, "")?;
+            tracing::info!(%slot, "settled: marked good");
+        }
+        lock(&self.info).health = Health::Good;
+        self.notify();
+        Ok(())
+    }
+
+    /// Installs `path`, checks it and swaps it in, or rolls back (blocking).
+    /// `stage` hears of each stage as it begins.
+    pub fn deploy_file(
+        &self,
+        path: &Path,
+        allow_downgrade: bool,
+        stage: &(dyn Fn(Stage) + Sync),
+    ) -> Result<DeployReport, DeployError> {
+        let _guard = self.deploying.try_lock().map_err(|_| DeployError::Busy)?;
+        let t0 = Instant::now();
+        let mut timings = DeployTimings::default();
+        stage(Stage::Installing);
+        let report = install::install(path, &self.cfg, &InstallOptions { allow_downgrade })?;
+        timings.install = ms(t0.elapsed());
+        let rec = report.record;
+        let offered = BundleRef {
+            name: rec.name.clone(),
+            version: rec.version.clone(),
+        };
+        let store = open_store(&self.cfg)?;
+        store.set_health(rec.slot, Health::Trial, "")?;
+        lock(&self.info).health = Health::Trial;
+        self.notify();
+        stage(Stage::HealthCheck);
+        let (served, probes, load_ms, probe_ms) = match open_active(&store, &rec) {
+            Ok(b) => check(b, &self.cfg),
+            Err(e) => (Err(e.to_string()), Vec::new(), 0.0, 0.0),
+        };
+        timings.load = load_ms;
+        timings.probes = probe_ms;
+        let outcome = match served {
+            Err(reason) => {
+                tracing::error!(bundle = %offered.name, version = %offered.version, %reason, "health check failed: rolling back");
+                store.fail_active(&reason)?;
+                DeployReport {
+                    outcome: DeployOutcome::RolledBack,
+                    bundle: offered,
+                    slot: rec.slot,
+                    reason: Some(reason),
+                    probes,
+                    serving: bundle_ref(&self.served().bundle),
+                    timings_ms: timings,
+                }
+            }
+            Ok(new) => {
+                let t = Instant::now();
+                let serving = bundle_ref(&new.bundle);
+                self.served.store(Arc::new(new));
+                timings.swap = ms(t.elapsed());
+                if self.cfg.health.settle_ms > 0 {
+                    stage(Stage::Settling);
+                    let t = Instant::now();
+                    std::thread::sleep(Duration::from_millis(self.cfg.health.settle_ms));
+                    timings.settle = ms(t.elapsed());
+                }
+                store.set_health(rec.slot, Health::Good, "")?;
+                tracing::info!(bundle = %offered.name, version = %offered.version, slot = %rec.slot, "deployed and marked good");
+                DeployReport {
+                    outcome: DeployOutcome::Installed,
+                    bundle: offered,
+                    slot: rec.slot,
+                    reason: None,
+                    probes,
+                    serving,
+                    timings_ms: timings,
+                }
+            }
+        };
+        drop(store);
+        let mut report = outcome;
+        report.timings_ms.total = ms(t0.elapsed());
+        {
+            let mut info = lock(&self.info);
+            // After a rollback the old bundle serves on: it was good.
+            info.health = Health::Good;
+            info.last_deploy = Some(report.clone());
+        }
+        self.notify();
+        Ok(report)
+    }
+
+    /// Makes the previous slot active and serves it (blocking).
+    pub fn rollback(&self) -> Result<DeviceStatus, DeployError> {
+        let _guard = self.deploying.try_lock().map_err(|_| DeployError::Busy)?;
+        install::rollback(&self.cfg.data_dir)?;
+        let bundle = install::load_active(&self.cfg.data_dir)?
+            .ok_or_else(|| Error::NothingInstalled(self.cfg.data_dir.clone()))?;
+        let served = Served::load(bundle, &self.cfg).map_err(Error::Rollback)?;
+        self.served.store(Arc::new(served));
+        lock(&self.info).health = Health::Good;
+        self.notify();
+        Ok(self.status())
+    }
+}

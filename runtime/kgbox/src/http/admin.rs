@@ -1,0 +1,201 @@
+//! Admin endpoints, behind the bearer token (`[admin]`): `PUT /v1/bundles`
+//! (upload, install, health check, hot swap or rollback) and
+//! `POST /v1/bundles/rollback`. Also the public `GET /v1/status`.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Query, Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures_util::StreamExt;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{ApiError, AppState};
+use crate::deploy::{DeployError, DeployOutcome, Deployer};
+
+/// Refuses a request without the right `Authorization: Bearer` token.
+pub async fn require_token(
+    State(state): State<Arc<AppState>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let Some(expected) = &state.admin_token else {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "admin_disabled",
+            "the admin API is off: set the token in the environment variable named by admin.token_env, or admin.token_file",
+        )
+        .into_response();
+    };
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    let ok = given.is_some_and(|g| constant_time_eq(g.as_bytes(), expected.as_bytes()));
+    if !ok {
+        let message = if given.is_none() {
+            "this endpoint needs `Authorization: Bearer <admin token>`"
+        } else {
+            "wrong admin token"
+        };
+        let mut resp = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message).into_response();
+        resp.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static("Bearer"),
+        );
+        return resp;
+    }
+    next.run(req).await
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+pub async fn status(State(state): State<Arc<AppState>>) -> Json<serde_json::Value> {
+    Json(json!(state.deployer.status()))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PutParams {
+    #[serde(default)]
+    pub allow_downgrade: bool,
+}
+
+/// Maps a deployment error to an API error.
+pub fn deploy_error(e: DeployError) -> ApiError {
+    match e {
+        DeployError::Busy => ApiError::new(StatusCode::CONFLICT, "busy", e.to_string()),
+        DeployError::Install(inner) => {
+            use crate::error::Error;
+            let code = match &inner {
+                Error::Bundle(_) => "bundle_rejected",
+                Error::Incompatible { .. } => "incompatible",
+                Error::RuntimeTooOld { .. } => "runtime_too_old",
+                Error::Downgrade { .. } => "downgrade",
+                Error::Busy(_) => "busy",
+                Error::NoTrustedKeys => "no_trusted_keys",
+                _ => "install_failed",
+            };
+            let status = match code {
+                "busy" => StatusCode::CONFLICT,
+                "install_failed" | "no_trusted_keys" => StatusCode::INTERNAL_SERVER_ERROR,
+                _ => StatusCode::UNPROCESSABLE_ENTITY,
+            };
+            let mut message = inner.to_string();
+            let mut src = std::error::Error::source(&inner);
+            while let Some(s) = src {
+                message.push_str(": ");
+                message.push_str(&s.to_string());
+                src = s.source();
+            }
+            ApiError::new(status, code, message)
+        }
+    }
+}
+
+/// Streams the body to `DATA_DIR/incoming/`, then deploys it.
+pub async fn put_bundle(
+    State(state): State<Arc<AppState>>,
+    params: Result<Query<PutParams>, axum::extract::rejection::QueryRejection>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let Query(params) =
+        params.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_request", e.body_text()))?;
+    let cfg = state.config.clone();
+    let incoming = incoming_dir(&cfg.data_dir)?;
+    let file = tempfile::Builder::new()
+        .prefix("upload-")
+        .suffix(".kgb")
+        .tempfile_in(&incoming)
+        .map_err(|e| internal(format!("cannot create a file in {}: {e}", incoming.display())))?;
+    let limit = cfg.admin.max_bundle_bytes;
+    let mut stream = body.into_data_stream();
+    let mut written: u64 = 0;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| {
+            ApiError::new(StatusCode::BAD_REQUEST, "bad_request", format!("reading the upload: {e}"))
+        })?;
+        written += chunk.len() as u64;
+        if written > limit {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too_large",
+                format!("the bundle is larger than admin.max_bundle_bytes ({limit} bytes)"),
+            ));
+        }
+        w.write_all(&chunk)
+            .map_err(|e| internal(format!("writing the upload: {e}")))?;
+    }
+    if written == 0 {
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, "bad_request", "the request body is empty: send the bundle file"));
+    }
+    let file = w
+        .into_inner()
+        .map_err(|e| internal(format!("writing the upload: {}", e.error())))?;
+    let deployer = state.deployer.clone();
+    let report = tokio::task::spawn_blocking(move || {
+        let r = deployer.deploy_file(file.path(), params.allow_downgrade, &|stage| {
+            tracing::info!(?stage, "deploying an uploaded bundle");
+        });
+        drop(file);
+        r
+    })
+    .await
+    .map_err(|e| internal(format!("the deployment failed inside kgbox: {e}")))?
+    .map_err(deploy_error)?;
+    let status = match report.outcome {
+        DeployOutcome::Installed => StatusCode::OK,
+        DeployOutcome::RolledBack => {
+            let reason = report.reason.clone().unwrap_or_default();
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "health_check_failed",
+                format!(
+                    "{} {} failed its health check and was rolled back; {} {} keeps serving: {reason}",
+                    report.bundle.name, report.bundle.version, report.serving.name, report.serving.version
+                ),
+            )
+            .with_extra(json!({ "report": report })));
+        }
+    };
+    Ok((status, Json(json!(report))).into_response())
+}
+
+pub async fn rollback(State(state): State<Arc<AppState>>) -> Result<Json<serde_json::Value>, ApiError> {
+    let deployer: Arc<Deployer> = state.deployer.clone();
+    let status = tokio::task::spawn_blocking(move || deployer.rollback())
+        .await
+        .map_err(|e| internal(e.to_string()))?
+        .map_err(|e| match e {
+            DeployError::Install(crate::error::Error::Rollback(m)) => {
+                ApiError::new(StatusCode::CONFLICT, "cannot_roll_back", m)
+            }
+            other => deploy_error(other),
+        })?;
+    Ok(Json(json!(status)))
+}
+
+fn internal(message: String) -> ApiError {
+    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+}
+
+/// `DATA_DIR/incoming`, where uploads and MQTT transfers are assembled.
+pub fn incoming_dir(data_dir: &std::path::Path) -> Result<std::path::PathBuf, ApiError> {
+    let dir = data_dir.join("incoming");
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| internal(format!("cannot create {}: {e}", dir.display())))?;
+    Ok(dir)
+}
