@@ -1,15 +1,340 @@
-//! `kgbox-pack push`: sends a bundle to devices (see docs/mqtt.md, "Bundle push").
+//! `kgbox-pack push`: sends a bundle to devices (see docs/mqtt.md, "Bundle push"):
+//! in chunks over MQTT to one device or a group, resumably, or in one
+//! `PUT /v1/bundles` to one device over HTTP.
 
-use std::path::PathBuf;
+#[path = "push_mqtt.rs"]
+mod mqtt;
+#[path = "push_target.rs"]
+mod target;
 
-use anyhow::Result;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 
 #[derive(Debug, clap::Args)]
 pub struct PushArgs {
     /// The bundle file.
     pub bundle: PathBuf,
+    /// The MQTT broker: mqtt://host:port or mqtts://host:port.
+    #[arg(long, value_name = "URL", required_unless_present = "http")]
+    pub broker: Option<String>,
+    /// The device to push to (its mqtt.device_id).
+    #[arg(long, value_name = "ID", conflicts_with = "group")]
+    pub device: Option<String>,
+    /// Push to every device of this group (mqtt.group) at once.
+    #[arg(long, value_name = "G")]
+    pub group: Option<String>,
+    /// With --group: wait for this many devices (else: those that answer
+    /// within a few seconds).
+    #[arg(long, value_name = "N")]
+    pub expect: Option<usize>,
+    /// Chunk size, bytes (devices accept up to mqtt.bundle_chunk_max_bytes).
+    #[arg(long, default_value_t = 262_144)]
+    pub chunk_bytes: u64,
+    /// Give up after this long (e.g. 90s, 10m).
+    #[arg(long, default_value = "600s", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+    /// Let devices install a version older than the one they run.
+    #[arg(long)]
+    pub allow_downgrade: bool,
+    /// MQTT user name.
+    #[arg(long, value_name = "U")]
+    pub username: Option<String>,
+    /// Environment variable holding the MQTT password.
+    #[arg(long, value_name = "VAR", requires = "username")]
+    pub password_env: Option<String>,
+    /// CA certificate (PEM) for an mqtts:// broker.
+    #[arg(long, value_name = "F")]
+    pub ca_file: Option<PathBuf>,
+    /// Instead of MQTT: PUT the bundle to this device's /v1/bundles
+    /// (http://host:port).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["broker", "group"])]
+    pub http: Option<String>,
+    /// Environment variable holding the device's admin token (with --http).
+    #[arg(long, value_name = "VAR", default_value = "KGBOX_ADMIN_TOKEN")]
+    pub token_env: String,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
-pub fn run(_args: &PushArgs) -> Result<()> {
-    anyhow::bail!("push is not built yet")
+/// The bundle to send.
+pub(crate) struct Bundle {
+    pub path: PathBuf,
+    pub file: std::fs::File,
+    pub size: u64,
+    pub sha256: String,
+}
+
+impl Bundle {
+    fn open(path: &Path) -> Result<Bundle> {
+        let file = std::fs::File::open(path)
+            .with_context(|| format!("cannot open the bundle {}", path.display()))?;
+        let meta = file
+            .metadata()
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        if !meta.is_file() {
+            bail!("{} is not a file", path.display());
+        }
+        if meta.len() == 0 {
+            bail!("{} is empty", path.display());
+        }
+        Ok(Bundle {
+            path: path.to_path_buf(),
+            file,
+            size: meta.len(),
+            sha256: String::new(),
+        })
+    }
+
+    fn hash(&mut self) -> Result<()> {
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut f = &self.file;
+        loop {
+            let n = f
+                .read(&mut buf)
+                .with_context(|| format!("cannot read {}", self.path.display()))?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+        }
+        self.sha256 = hex::encode(hasher.finalize());
+        Ok(())
+    }
+}
+
+/// The terminal states of a transfer.
+pub(crate) fn is_terminal(state: &str) -> bool {
+    matches!(state, "installed" | "rolled_back" | "failed")
+}
+
+/// One line on a device's final progress message.
+pub(crate) fn describe(m: &Value) -> String {
+    let s = |v: &Value| v.as_str().unwrap_or("?").to_string();
+    let bundle = |v: &Value| format!("{} {}", s(&v["name"]), s(&v["version"]));
+    match m["state"].as_str().unwrap_or("") {
+        "installed" => format!(
+            "installed {} (slot {})",
+            bundle(&m["bundle"]),
+            s(&m["slot"])
+        ),
+        "rolled_back" => {
+            let mut line = format!("rolled_back: {}", s(&m["reason"]));
+            if m["serving"].is_object() {
+                line.push_str(&format!("; {} keeps serving", bundle(&m["serving"])));
+            }
+            line
+        }
+        "failed" => format!("failed: {}", s(&m["error"])),
+        other => format!("{other} ({}/{} chunks)", m["received"], m["total"]),
+    }
+}
+
+pub fn run(args: &PushArgs) -> Result<()> {
+    if args.chunk_bytes < 1024 || args.chunk_bytes > 64 << 20 {
+        bail!("--chunk-bytes must be between 1024 and 67108864");
+    }
+    let mut bundle = Bundle::open(&args.bundle)?;
+    if let Some(url) = &args.http {
+        return push_http(args, url, &bundle);
+    }
+    let target = target::Target::from_args(args)?;
+    bundle.hash()?;
+    let started = Instant::now();
+    let report = mqtt::push(args, &target, &bundle)?;
+    println!(
+        "pushed {} ({} bytes, transfer {}): sent {} of {} chunks in {:.1} s",
+        bundle.path.display(),
+        bundle.size,
+        &bundle.sha256[..16],
+        report.sent,
+        bundle.size.div_ceil(args.chunk_bytes),
+        started.elapsed().as_secs_f64()
+    );
+    let mut failed = 0;
+    for (device, m) in &report.devices {
+        let state = m["state"].as_str().unwrap_or("");
+        if is_terminal(state) {
+            println!("{device}: {}", describe(m));
+        } else if m.is_null() {
+            println!("{device}: timeout (no answer: is it online, with mqtt.bundle_push on?)");
+        } else {
+            println!("{device}: timeout (last state: {})", describe(m));
+        }
+        failed += usize::from(state != "installed");
+    }
+    let total = report.devices.len();
+    if let Some(n) = args.expect.filter(|n| *n > total) {
+        bail!("only {total} of {n} expected devices answered");
+    }
+    if total == 0 {
+        bail!(
+            "no device answered within {}",
+            humantime::format_duration(args.timeout)
+        );
+    }
+    if failed > 0 {
+        bail!("{failed} of {total} devices did not install the bundle");
+    }
+    Ok(())
+}
+
+/// Counts bytes read, for the progress bar.
+struct Counting<R> {
+    inner: R,
+    bar: indicatif::ProgressBar,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bar.inc(n as u64);
+        Ok(n)
+    }
+}
+
+pub(crate) fn progress_bar(len: u64, quiet: bool) -> indicatif::ProgressBar {
+    if quiet {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{bar:30} {bytes}/{total_bytes} {bytes_per_sec} {msg}",
+    ) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// `PUT URL/v1/bundles` with the admin token.
+fn push_http(args: &PushArgs, url: &str, bundle: &Bundle) -> Result<()> {
+    let token = std::env::var(&args.token_env)
+        .ok()
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .with_context(|| {
+            format!(
+                "the environment variable {} (--token-env) must hold the device's admin token",
+                args.token_env
+            )
+        })?;
+    let base = url.trim_end_matches('/');
+    if !base.starts_with("http://") && !base.starts_with("https://") {
+        bail!("--http {url}: expected http://host:port");
+    }
+    let device = base
+        .split("://")
+        .nth(1)
+        .unwrap_or(base)
+        .split('/')
+        .next()
+        .unwrap_or(base)
+        .to_string();
+    let mut endpoint = if base.ends_with("/v1/bundles") {
+        base.to_string()
+    } else {
+        format!("{base}/v1/bundles")
+    };
+    if args.allow_downgrade {
+        endpoint.push_str("?allow_downgrade=true");
+    }
+    let bar = progress_bar(bundle.size, args.quiet);
+    let body = Counting {
+        inner: &bundle.file,
+        bar: bar.clone(),
+    };
+    let started = Instant::now();
+    let resp = ureq::AgentBuilder::new()
+        .timeout(args.timeout)
+        .build()
+        .put(&endpoint)
+        .set("Authorization", &format!("Bearer {token}"))
+        .set("Content-Type", "application/octet-stream")
+        .set("Content-Length", &bundle.size.to_string())
+        .send(body);
+    bar.finish_and_clear();
+    let secs = started.elapsed().as_secs_f64();
+    let (status, text) = match resp {
+        Ok(r) => (r.status(), r.into_string().unwrap_or_default()),
+        Err(ureq::Error::Status(code, r)) => (code, r.into_string().unwrap_or_default()),
+        Err(e) => bail!("cannot reach {endpoint}: {e}"),
+    };
+    let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    println!(
+        "pushed {} ({} bytes) over HTTP in {secs:.1} s",
+        bundle.path.display(),
+        bundle.size
+    );
+    if status == 200 {
+        let state = json!({"state": "installed", "bundle": v["bundle"], "slot": v["slot"]});
+        println!("{device}: {}", describe(&state));
+        return Ok(());
+    }
+    let err = &v["error"];
+    if err["code"] == "health_check_failed" {
+        let r = &err["report"];
+        let state = json!({"state": "rolled_back", "reason": r["reason"], "serving": r["serving"]});
+        println!("{device}: {}", describe(&state));
+        bail!("{device} rolled the bundle back");
+    }
+    let message = err["message"].as_str().map(str::to_string).unwrap_or(text);
+    println!(
+        "{device}: {}",
+        describe(&json!({"state": "failed", "error": message}))
+    );
+    match err["code"].as_str() {
+        Some(code) => bail!("{endpoint}: HTTP {status} {code}: {message}"),
+        None => bail!("{endpoint}: HTTP {status}: {message}"),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn describes_final_states() {
+        let m = json!({"state": "installed", "bundle": {"name": "films", "version": "1.1.0"}, "slot": "b"});
+        assert_eq!(describe(&m), "installed films 1.1.0 (slot b)");
+        let m = json!({"state": "rolled_back", "reason": "1 of 1 probe queries failed",
+                       "serving": {"name": "films", "version": "1.0.0"}});
+        assert_eq!(
+            describe(&m),
+            "rolled_back: 1 of 1 probe queries failed; films 1.0.0 keeps serving"
+        );
+        assert_eq!(
+            describe(&json!({"state": "failed", "error": "bad signature"})),
+            "failed: bad signature"
+        );
+        assert_eq!(
+            describe(&json!({"state": "receiving", "received": 3, "total": 9})),
+            "receiving (3/9 chunks)"
+        );
+        assert!(is_terminal("rolled_back") && !is_terminal("health_check"));
+    }
+
+    #[test]
+    fn hashes_the_bundle() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("b.kgb");
+        std::fs::write(&p, b"abc").unwrap();
+        let mut b = Bundle::open(&p).unwrap();
+        b.hash().unwrap();
+        assert_eq!(
+            b.sha256,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(b.size, 3);
+        let e = Bundle::open(&dir.path().join("missing.kgb")).err().unwrap();
+        assert!(format!("{e:#}").contains("cannot open the bundle"), "{e:#}");
+        std::fs::write(&p, b"").unwrap();
+        assert!(format!("{:#}", Bundle::open(&p).err().unwrap()).contains("is empty"));
+    }
 }

@@ -3,6 +3,7 @@
 //! driven through the real `kgbox`, and servers reached over real HTTP.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod mosquitto;
 pub mod openai_server;
 
 use std::io::{BufRead, BufReader, Read};
@@ -276,6 +277,46 @@ impl Server {
         let (status, body) = self.get(path);
         assert_eq!(status, 200, "GET {path}: {body}");
         serde_json::from_str(&body).unwrap()
+    }
+}
+
+impl Server {
+    /// Kills the process at once (SIGKILL: no clean shutdown) and waits for it.
+    pub fn kill_now(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// `PUT path` with a body and an optional bearer token: (status, JSON body).
+    pub fn put_bytes(&self, path: &str, token: Option<&str>, body: &[u8]) -> (u16, serde_json::Value) {
+        let url = format!("http://127.0.0.1:{}{path}", self.port);
+        let mut req = ureq::put(&url).timeout(Duration::from_secs(300));
+        if let Some(t) = token {
+            req = req.set("Authorization", &format!("Bearer {t}"));
+        }
+        let (status, text) = match req.send_bytes(body) {
+            Ok(r) => (r.status(), r.into_string().unwrap()),
+            Err(ureq::Error::Status(code, r)) => (code, r.into_string().unwrap()),
+            Err(e) => panic!("PUT {path}: {e}"),
+        };
+        let v = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
+        (status, v)
+    }
+
+    /// `POST path` with a bearer token and an empty body: (status, JSON body).
+    pub fn post_admin(&self, path: &str, token: Option<&str>) -> (u16, serde_json::Value) {
+        let url = format!("http://127.0.0.1:{}{path}", self.port);
+        let mut req = ureq::post(&url).timeout(Duration::from_secs(60));
+        if let Some(t) = token {
+            req = req.set("Authorization", &format!("Bearer {t}"));
+        }
+        let (status, text) = match req.call() {
+            Ok(r) => (r.status(), r.into_string().unwrap()),
+            Err(ureq::Error::Status(code, r)) => (code, r.into_string().unwrap()),
+            Err(e) => panic!("POST {path}: {e}"),
+        };
+        let v = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
+        (status, v)
     }
 }
 

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use figment::providers::{Env, Format, Serialized, Toml};
-use figment::Figment;
+use figment::{Figment, Provider};
 use kgbox_bundle::{Limits, PublicKey, TrustedKeys};
 use serde::{Deserialize, Serialize};
 
@@ -73,9 +73,8 @@ impl AdminConfig {
         let Some(path) = &self.token_file else {
             return Ok(None);
         };
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::Config(format!("admin.token_file {}: {e}", path.display()))
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Config(format!("admin.token_file {}: {e}", path.display())))?;
         let t = text.lines().next().unwrap_or("").trim().to_string();
         if t.len() < 16 {
             return Err(Error::Config(format!(
@@ -228,7 +227,8 @@ impl MqttConfig {
         let (host, port) = match rest.rsplit_once(':') {
             Some((h, p)) => (
                 h,
-                p.parse::<u16>().map_err(|_| bad("the port is not a number"))?,
+                p.parse::<u16>()
+                    .map_err(|_| bad("the port is not a number"))?,
             ),
             None => (rest, if tls { 8883 } else { 1883 }),
         };
@@ -280,7 +280,8 @@ impl MqttConfig {
         }
         if self.bundle_chunk_max_bytes < 1024 || self.max_request_bytes < 1024 {
             return Err(Error::Config(
-                "mqtt.max_request_bytes and mqtt.bundle_chunk_max_bytes must be at least 1024".into(),
+                "mqtt.max_request_bytes and mqtt.bundle_chunk_max_bytes must be at least 1024"
+                    .into(),
             ));
         }
         Ok(())
@@ -291,8 +292,7 @@ impl MqttConfig {
 pub fn valid_topic_level(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 64
-        && s
-            .bytes()
+        && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
 
@@ -580,26 +580,41 @@ impl Default for LogConfig {
 impl Config {
     /// Defaults, then the file (if any), then `KGBOX_*` variables.
     pub fn load(file: Option<&Path>) -> Result<Config> {
-        let mut fig = Figment::from(Serialized::defaults(Config::default()));
-        let file = file.map(Path::to_path_buf).or_else(|| {
+        Config::from_figment(&Config::figment(file)?)
+    }
+
+    /// The file [`Config::load`] reads: `file`, else [`DEFAULT_CONFIG_PATH`]
+    /// when it exists, else none (defaults and variables only).
+    pub fn file_path(file: Option<&Path>) -> Option<PathBuf> {
+        file.map(Path::to_path_buf).or_else(|| {
             let p = PathBuf::from(DEFAULT_CONFIG_PATH);
             p.exists().then_some(p)
-        });
-        if let Some(path) = &file {
+        })
+    }
+
+    /// What [`Config::load`] extracts: the defaults, then the file (see
+    /// [`Config::file_path`]), then the `KGBOX_*` variables except
+    /// `KGBOX_CONFIG` and the variables that hold secrets (those named by
+    /// `admin.token_env`, `mqtt.password_env` and `llm.api_key_env`, and their
+    /// defaults), which are not configuration keys.
+    pub fn figment(file: Option<&Path>) -> Result<Figment> {
+        let mut fig = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(path) = Config::file_path(file) {
             if !path.is_file() {
                 return Err(Error::Config(format!(
                     "config file {} does not exist",
                     path.display()
                 )));
             }
-            fig = fig.merge(Toml::file_exact(path));
+            fig = fig.merge(Toml::file_exact(&path));
         }
-        fig = fig.merge(
-            Env::prefixed("KGBOX_")
-                .split("__")
-                .filter(|k| !k.as_str().eq_ignore_ascii_case("config")),
-        );
-        let cfg: Config = fig.extract().map_err(|e| Error::Config(e.to_string()))?;
+        let secrets = secret_vars(&fig.clone().merge(config_env(Vec::new())));
+        Ok(fig.merge(config_env(secrets)))
+    }
+
+    /// Extracts the configuration from `fig` and checks it.
+    pub fn from_figment(fig: &Figment) -> Result<Config> {
+        let cfg: Config = fig.extract().map_err(figment_error)?;
         cfg.check()?;
         Ok(cfg)
     }
@@ -695,6 +710,69 @@ impl Config {
             .collect::<Result<Vec<_>>>()
             .map(TrustedKeys::new)
     }
+}
+
+/// The `KGBOX_*` variables as configuration keys (`__` separates nesting),
+/// leaving out `KGBOX_CONFIG` and the variables named in `skip`.
+pub fn config_env(skip: Vec<String>) -> Env {
+    let skip: Vec<String> = skip
+        .iter()
+        .filter_map(|name| {
+            let (prefix, rest) = (name.get(..6)?, name.get(6..)?);
+            prefix
+                .eq_ignore_ascii_case("KGBOX_")
+                .then(|| rest.to_string())
+        })
+        .collect();
+    Env::prefixed("KGBOX_")
+        .filter(move |k| {
+            !k.as_str().eq_ignore_ascii_case("config")
+                && !skip.iter().any(|s| k.as_str().eq_ignore_ascii_case(s))
+        })
+        .split("__")
+}
+
+/// `key: problem (in FILE)` or `key: problem (from KGBOX_VAR)` for each
+/// error figment found.
+fn figment_error(e: figment::Error) -> Error {
+    let env = Provider::metadata(&config_env(Vec::new())).name;
+    let msgs: Vec<String> = e
+        .into_iter()
+        .map(|e| {
+            let origin = match &e.metadata {
+                Some(m) if m.name == env => {
+                    let var: Vec<String> = e.path.iter().map(|p| p.to_ascii_uppercase()).collect();
+                    format!(" (from KGBOX_{})", var.join("__"))
+                }
+                Some(m) => match &m.source {
+                    Some(figment::Source::File(p)) => format!(" (in {})", p.display()),
+                    _ => format!(" (in {})", m.name),
+                },
+                None => String::new(),
+            };
+            match e.path.join(".") {
+                key if key.is_empty() => format!("{}{origin}", e.kind),
+                key => format!("{key}: {}{origin}", e.kind),
+            }
+        })
+        .collect();
+    Error::Config(msgs.join("; "))
+}
+
+/// The variables holding secrets: the defaults of `admin.token_env`,
+/// `mqtt.password_env` and `llm.api_key_env`, and their values in `fig`.
+fn secret_vars(fig: &Figment) -> Vec<String> {
+    let mut names = vec![
+        AdminConfig::default().token_env,
+        MqttConfig::default().password_env,
+        LlmConfig::default().api_key_env,
+    ];
+    for key in ["admin.token_env", "mqtt.password_env", "llm.api_key_env"] {
+        if let Ok(name) = fig.extract_inner::<String>(key) {
+            names.push(name);
+        }
+    }
+    names
 }
 
 /// An inline `kgbox-ed25519-public ...` key or a path to a key file.

@@ -140,10 +140,9 @@ pub fn run_probes(served: &Served, cfg: &Config) -> Result<Vec<ProbeOutcome>, St
     let mut opts = cfg.query.exec_options();
     opts.executor = served.executor.mode;
     opts.deadline = Some(Instant::now() + Duration::from_millis(cfg.health.probe_timeout_ms));
-    let projector = served
-        .model
-        .as_deref()
-        .map(|m| kgbox_neural::NeuralProjector::new(&kg, m, served.executor.seppr(served.executor.seppr_k)));
+    let projector = served.model.as_deref().map(|m| {
+        kgbox_neural::NeuralProjector::new(&kg, m, served.executor.seppr(served.executor.seppr_k))
+    });
     let projector = match opts.executor {
         kgbox_query::Executor::Symbolic => None,
         _ => projector.as_ref().map(|p| p as &dyn kgbox_query::Projector),
@@ -226,7 +225,10 @@ pub fn startup(cfg: &Config) -> Result<Option<(Served, Health)>, Error> {
                 roll_back(&store, reason)?;
                 continue;
             }
-            Health::Good => match open_active(&store, &rec).map_err(|e| e.to_string()).and_then(|b| Served::load(b, cfg)) {
+            Health::Good => match open_active(&store, &rec)
+                .map_err(|e| e.to_string())
+                .and_then(|b| Served::load(b, cfg))
+            {
                 Ok(s) => return Ok(Some((s, Health::Good))),
                 Err(e) => {
                     let reason = format!("the active bundle cannot be loaded: {e}");
@@ -261,7 +263,9 @@ pub fn startup(cfg: &Config) -> Result<Option<(Served, Health)>, Error> {
             }
         }
     }
-    Err(Error::Rollback("no installed bundle passes its health check".into()))
+    Err(Error::Rollback(
+        "no installed bundle passes its health check".into(),
+    ))
 }
 
 fn roll_back(store: &Store, reason: &str) -> Result<Option<Slot>, Error> {

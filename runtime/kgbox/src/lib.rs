@@ -6,9 +6,10 @@
 //! → [`http`] (the only module that knows the wire format).
 
 pub mod config;
+pub mod config_print;
 pub mod demo;
-pub mod deploy;
 pub mod dense;
+pub mod deploy;
 pub mod entity;
 pub mod error;
 pub mod http;

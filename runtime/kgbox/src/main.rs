@@ -105,6 +105,9 @@ enum Command {
     /// Evaluate against gold data.
     #[command(subcommand)]
     Eval(EvalCommand),
+    /// Check a config file and print the effective configuration, or print the defaults.
+    #[command(subcommand)]
+    Config(cmd::config::ConfigCommand),
     /// Print an entity of the active bundle with its edges (JSON), as the HTTP API does.
     Entity {
         name: String,
@@ -196,6 +199,10 @@ enum EvalCommand {
 
 fn run(started: Instant) -> Result<()> {
     let cli = Cli::parse();
+    if let Command::Config(c) = &cli.command {
+        // Before loading: it loads (or not) a config itself.
+        return cmd::config::run(c, cli.config.as_deref(), cli.data_dir.as_deref());
+    }
     let mut cfg = Config::load(cli.config.as_deref())?;
     if let Some(d) = cli.data_dir {
         cfg.data_dir = d;
@@ -323,6 +330,7 @@ fn run(started: Instant) -> Result<()> {
             offset,
             direction,
         } => cmd::status::entity(&cfg, &name, limit, offset, &direction),
+        Command::Config(_) => unreachable!("handled before the config is loaded"),
     }
 }
 

@@ -1,6 +1,7 @@
 //! One module per subcommand, and what several of them share.
 
 pub mod ask;
+pub mod config;
 pub mod eval;
 pub mod install;
 pub mod kgc;

@@ -32,7 +32,7 @@ fn initial(cfg: &Config) -> Result<(Served, Health)> {
     }
     if !cfg.demo {
         anyhow::bail!(
-            "no servable bundle is installed in {} and the demo is disabled (demo = false)",
+            "no bundle is installed in {} (or none passes its health check) and the demo is disabled (demo = false)",
             cfg.data_dir.display()
         );
     }

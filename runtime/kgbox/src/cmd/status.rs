@@ -38,10 +38,15 @@ pub fn run(cfg: &Config, json: bool, verify: bool) -> Result<()> {
             match state.record(slot) {
                 None => println!("slot {slot}: empty{tag}"),
                 Some(r) => match r.status {
-                    SlotStatus::Ready => println!(
-                        "slot {slot}: {} {}  installed {}  key {}  image {} ({} bytes){tag}",
-                        r.name, r.version, r.installed_at, r.key_id, r.image, r.image_bytes
-                    ),
+                    SlotStatus::Ready => {
+                        println!(
+                            "slot {slot}: {} {}  health {}  installed {}  key {}  image {} ({} bytes){tag}",
+                            r.name, r.version, r.health, r.installed_at, r.key_id, r.image, r.image_bytes
+                        );
+                        if r.health == kgbox::store::Health::Bad && !r.error.is_empty() {
+                            println!("  failed its health check: {}", r.error);
+                        }
+                    }
                     SlotStatus::Installing => {
                         println!("slot {slot}: incomplete (an install was interrupted){tag}")
                     }

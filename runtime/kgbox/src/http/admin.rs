@@ -45,7 +45,8 @@ pub async fn require_token(
         } else {
             "wrong admin token"
         };
-        let mut resp = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message).into_response();
+        let mut resp =
+            ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message).into_response();
         resp.headers_mut().insert(
             header::WWW_AUTHENTICATE,
             header::HeaderValue::from_static("Bearer"),
@@ -119,14 +120,23 @@ pub async fn put_bundle(
         .prefix("upload-")
         .suffix(".kgb")
         .tempfile_in(&incoming)
-        .map_err(|e| internal(format!("cannot create a file in {}: {e}", incoming.display())))?;
+        .map_err(|e| {
+            internal(format!(
+                "cannot create a file in {}: {e}",
+                incoming.display()
+            ))
+        })?;
     let limit = cfg.admin.max_bundle_bytes;
     let mut stream = body.into_data_stream();
     let mut written: u64 = 0;
     let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| {
-            ApiError::new(StatusCode::BAD_REQUEST, "bad_request", format!("reading the upload: {e}"))
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                format!("reading the upload: {e}"),
+            )
         })?;
         written += chunk.len() as u64;
         if written > limit {
@@ -140,7 +150,11 @@ pub async fn put_bundle(
             .map_err(|e| internal(format!("writing the upload: {e}")))?;
     }
     if written == 0 {
-        return Err(ApiError::new(StatusCode::BAD_REQUEST, "bad_request", "the request body is empty: send the bundle file"));
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "the request body is empty: send the bundle file",
+        ));
     }
     let file = w
         .into_inner()
@@ -174,7 +188,9 @@ pub async fn put_bundle(
     Ok((status, Json(json!(report))).into_response())
 }
 
-pub async fn rollback(State(state): State<Arc<AppState>>) -> Result<Json<serde_json::Value>, ApiError> {
+pub async fn rollback(
+    State(state): State<Arc<AppState>>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     let deployer: Arc<Deployer> = state.deployer.clone();
     let status = tokio::task::spawn_blocking(move || deployer.rollback())
         .await

@@ -24,8 +24,8 @@ pub use query::{diagnostic_error, name_triple};
 
 use crate::config::{HttpConfig, QueryConfig};
 use crate::entity::{self, LookupError, Page};
-use crate::served::Served;
 use crate::metrics::{gauge, resident_bytes, Metrics};
+use crate::served::Served;
 
 pub struct AppState {
     /// The served bundle (hot-swappable) and the way to change it.

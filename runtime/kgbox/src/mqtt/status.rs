@@ -1,0 +1,132 @@
+//! The retained status topic and the connection's housekeeping: subscribe
+//! and announce on every ConnAck, republish on changes and periodically,
+//! forward bundle-push progress.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::time::MissedTickBehavior;
+
+use super::publisher::Publisher;
+use super::stats::MqttStats;
+use super::topics::Topics;
+use crate::deploy::Deployer;
+
+/// The retained status: the deployer's status plus `device_id` and `online`.
+pub(crate) fn online(device_id: &str, deployer: &Deployer) -> Vec<u8> {
+    let mut v = serde_json::to_value(deployer.status()).unwrap_or_else(|_| json!({}));
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("device_id".into(), json!(device_id));
+        obj.insert("online".into(), json!(true));
+    }
+    v.to_string().into_bytes()
+}
+
+/// The last will, also published on a clean shutdown.
+pub(crate) fn offline(device_id: &str) -> Vec<u8> {
+    json!({"device_id": device_id, "online": false})
+        .to_string()
+        .into_bytes()
+}
+
+/// What the event loop tells the housekeeping task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// A ConnAck: subscribe again and republish the status.
+    Connected,
+}
+
+/// The housekeeping task's inputs.
+pub(crate) struct Housekeeping {
+    pub publisher: Publisher,
+    pub topics: Arc<Topics>,
+    pub deployer: Arc<Deployer>,
+    pub stats: Arc<MqttStats>,
+    pub interval: Duration,
+    pub events: UnboundedReceiver<Event>,
+    /// Bundle-push progress messages (none when bundle push is off).
+    pub progress: Option<UnboundedReceiver<Vec<u8>>>,
+}
+
+impl Housekeeping {
+    /// Runs until the event channel closes (the event loop ended).
+    pub(crate) async fn run(mut self) {
+        let mut changed = self.deployer.subscribe();
+        let mut deploys_open = true;
+        let period = self.interval.max(Duration::from_secs(1));
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                ev = self.events.recv() => match ev {
+                    Some(Event::Connected) => self.on_connected().await,
+                    None => return,
+                },
+                r = changed.changed(), if deploys_open => match r {
+                    Ok(()) => self.publish_status("changed").await,
+                    Err(_) => deploys_open = false,
+                },
+                _ = tick.tick() => self.publish_status("periodic").await,
+                p = recv_progress(&mut self.progress), if self.progress.is_some() => match p {
+                    Some(bytes) => self.publish_progress(bytes).await,
+                    None => self.progress = None,
+                },
+            }
+        }
+    }
+
+    async fn on_connected(&self) {
+        for filter in &self.topics.subscriptions {
+            if let Err(e) = self.publisher.subscribe(filter).await {
+                tracing::warn!(%filter, error = %e, "cannot subscribe");
+            }
+        }
+        tracing::info!(subscriptions = ?self.topics.subscriptions, "subscribing to the request topics");
+        self.publish_status("connected").await;
+    }
+
+    async fn publish_status(&self, why: &str) {
+        if !self.stats.is_connected() {
+            return;
+        }
+        let payload = online(&self.topics.device_id, &self.deployer);
+        match self
+            .publisher
+            .publish(&self.topics.status, payload, true)
+            .await
+        {
+            Ok(()) => tracing::debug!(why, "published the MQTT status"),
+            Err(e) => tracing::warn!(why, error = %e, "cannot publish the MQTT status"),
+        }
+    }
+
+    async fn publish_progress(&self, bytes: Vec<u8>) {
+        if let Err(e) = self
+            .publisher
+            .publish(&self.topics.progress, bytes, false)
+            .await
+        {
+            tracing::warn!(error = %e, "cannot publish bundle progress");
+        }
+    }
+}
+
+async fn recv_progress(rx: &mut Option<UnboundedReceiver<Vec<u8>>>) -> Option<Vec<u8>> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offline_is_the_last_will() {
+        let v: serde_json::Value = serde_json::from_slice(&offline("edge-7")).unwrap_or_default();
+        assert_eq!(v, json!({"device_id": "edge-7", "online": false}));
+    }
+}
