@@ -1,0 +1,101 @@
+//! `[planner]` and `[llm]`: question answering and the LLM's privacy policy.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// `[planner]`: how `/v1/ask` and `kgbox ask` turn a question into a query.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PlannerConfig {
+    /// learned (the bundle's classifier, no LLM), llm (`[llm]` endpoint) or
+    /// local (`[llm] local_model`, needs the `local-llm` build feature).
+    pub kind: kgbox_qa::PlannerKind,
+    /// Final answers per question.
+    pub top_k: usize,
+    /// Candidates the executor returns to the arbitrator.
+    pub candidates: usize,
+    /// LLM planner: new attempts after an invalid query.
+    pub max_retries: usize,
+    /// LLM planner: relations listed in the prompt at most.
+    pub max_relations: usize,
+}
+
+impl Default for PlannerConfig {
+    fn default() -> Self {
+        let d = kgbox_qa::AskOptions::default();
+        PlannerConfig {
+            kind: kgbox_qa::PlannerKind::Learned,
+            top_k: d.top_k,
+            candidates: d.candidates,
+            max_retries: d.max_retries,
+            max_relations: d.max_relations,
+        }
+    }
+}
+
+/// `[llm]`: the language model and the privacy policy around it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlmConfig {
+    /// off, local (loopback, unix socket or in-process only) or remote.
+    pub mode: kgbox_qa::llm::policy::LlmMode,
+    /// OpenAI-compatible base URL (`http://127.0.0.1:8081/v1`) or `unix:/path.sock`.
+    pub endpoint: Option<String>,
+    /// The `model` field of requests.
+    pub model: String,
+    /// Name of the environment variable holding the API key (never the key itself).
+    pub api_key_env: String,
+    pub timeout_ms: u64,
+    /// Let the LLM choose the final answers among the candidates.
+    pub arbitrate: bool,
+    /// Also send the candidates' provenance paths (triples) to the LLM.
+    pub share_context: bool,
+    /// Where outbound calls are recorded (default: DATA_DIR/llm-audit.jsonl).
+    pub audit_log: Option<PathBuf>,
+    /// GGUF model file for the `local` planner.
+    pub local_model: Option<PathBuf>,
+    pub local_threads: usize,
+    pub local_context: u32,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            mode: kgbox_qa::llm::policy::LlmMode::Off,
+            endpoint: None,
+            model: "default".into(),
+            api_key_env: "KGBOX_LLM_API_KEY".into(),
+            timeout_ms: 30_000,
+            arbitrate: true,
+            share_context: false,
+            audit_log: None,
+            local_model: None,
+            local_threads: 2,
+            local_context: 2048,
+        }
+    }
+}
+
+impl LlmConfig {
+    /// The endpoint, checked against the privacy policy (`None` when no
+    /// endpoint is configured or the mode is off).
+    pub fn checked_endpoint(&self) -> Result<Option<kgbox_qa::llm::policy::Endpoint>> {
+        use kgbox_qa::llm::policy::{check_endpoint, LlmMode};
+        match (&self.endpoint, self.mode) {
+            (None, _) | (_, LlmMode::Off) => Ok(None),
+            (Some(e), mode) => check_endpoint(mode, e)
+                .map(Some)
+                .map_err(|e| Error::Config(e.to_string())),
+        }
+    }
+
+    /// The audit log's path.
+    pub fn audit_path(&self, data_dir: &Path) -> PathBuf {
+        self.audit_log
+            .clone()
+            .unwrap_or_else(|| data_dir.join("llm-audit.jsonl"))
+    }
+}
