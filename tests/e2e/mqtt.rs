@@ -408,3 +408,37 @@ fn connects_over_tls_with_the_configured_ca() {
     assert_eq!(s2.get("/healthz").0, 200);
     assert_eq!(metric(&server, "kgbox_mqtt_connected"), 1);
 }
+
+#[test]
+fn logs_in_with_username_and_password_from_the_environment() {
+    let broker = Mosquitto::start_with_password("edge-auth", "s3cret-pw");
+    let device = |id: &str| {
+        Device::new(
+            &[],
+            &format!(
+                "[mqtt]\nenabled = true\nbroker = {:?}\ndevice_id = {id:?}\n\
+                 username = \"edge-auth\"\npassword_env = \"EDGE_MQTT_PW\"\n\
+                 reconnect_min_ms = 100\nreconnect_max_ms = 1000\n",
+                broker.url()
+            ),
+        )
+    };
+    let good = device("edge-auth");
+    let mut cmd = good.command(&["serve"]);
+    cmd.env("EDGE_MQTT_PW", "s3cret-pw");
+    let server = Server::start(cmd);
+    wait_until(T, "a password login to the broker", || {
+        metric(&server, "kgbox_mqtt_connected") == 1
+    });
+
+    let bad = device("edge-auth-2");
+    let mut cmd = bad.command(&["serve"]);
+    cmd.env("EDGE_MQTT_PW", "wrong");
+    let s2 = Server::start(cmd);
+    wait_until(T, "a refused login", || {
+        s2.log().contains("cannot connect to the MQTT broker")
+    });
+    assert_eq!(metric(&s2, "kgbox_mqtt_connected"), 0);
+    assert!(!s2.log().contains("s3cret-pw") && !s2.log().contains("wrong\""));
+    assert_eq!(metric(&server, "kgbox_mqtt_connected"), 1);
+}

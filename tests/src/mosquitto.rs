@@ -52,6 +52,32 @@ impl Mosquitto {
         ))
     }
 
+    /// Starts a broker that admits only `user` with `password` (a
+    /// `password_file` made by `mosquitto_passwd`).
+    pub fn start_with_password(user: &str, password: &str) -> Mosquitto {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("passwd");
+        let out = Command::new("mosquitto_passwd")
+            .arg("-b")
+            .arg("-c")
+            .arg(&file)
+            .args([user, password])
+            .output()
+            .expect("mosquitto_passwd (package mosquitto) runs");
+        assert!(out.status.success(), "mosquitto_passwd: {out:?}");
+        let mut m = Mosquitto {
+            dir,
+            port: free_port(),
+            child: None,
+            listener_extra: format!(
+                "allow_anonymous false\npassword_file {}\n",
+                file.display()
+            ),
+        };
+        m.spawn();
+        m
+    }
+
     fn start_with(listener_extra: &str) -> Mosquitto {
         let dir = tempfile::tempdir().unwrap();
         let mut m = Mosquitto {
@@ -77,9 +103,14 @@ impl Mosquitto {
         std::fs::write(
             &conf,
             format!(
-                "listener {} 127.0.0.1\n{}allow_anonymous true\npersistence false\n\
-                 log_dest stderr\n",
-                self.port, self.listener_extra
+                "listener {} 127.0.0.1\n{}{}persistence false\nlog_dest stderr\n",
+                self.port,
+                self.listener_extra,
+                if self.listener_extra.contains("allow_anonymous") {
+                    ""
+                } else {
+                    "allow_anonymous true\n"
+                }
             ),
         )
         .unwrap();
