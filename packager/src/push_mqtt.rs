@@ -120,6 +120,9 @@ fn options(args: &PushArgs, target: &Target) -> Result<MqttOptions> {
         .set_clean_start(true)
         .set_max_packet_size(Some(1 << 20))
         .set_request_channel_capacity(CHANNEL);
+    let mut net = opts.network_options();
+    net.set_tcp_nodelay(true);
+    opts.set_network_options(net);
     if let Some(user) = &args.username {
         let password = match &args.password_env {
             Some(var) => std::env::var(var)
@@ -291,7 +294,10 @@ impl<'a> Pusher<'a> {
                 self.target.broker
             )),
             Ev::Progress(device, v) => self.progress(device, v),
-            Ev::Connected | Ev::SubAck(_) | Ev::Fatal(_) => {}
+            // A reconnect: acknowledgements of what was in flight may never
+            // come; what the devices lack is asked for again anyway.
+            Ev::Connected => self.acked = self.published,
+            Ev::SubAck(_) | Ev::Fatal(_) => {}
         }
         Ok(())
     }
@@ -441,9 +447,9 @@ impl<'a> Pusher<'a> {
             let receiving = self.devices.values().any(|m| m["state"] == "receiving");
             let idle = receiving && self.acked >= self.published && silent >= IDLE;
             if idle || silent >= RESEND_BEGIN {
-                if idle {
-                    self.sent_round.fill(false);
-                }
+                // Nothing is queued: what a device still misses (chunks
+                // lost in a reconnect, say) must go again.
+                self.sent_round.fill(false);
                 if !self
                     .publish(
                         begin_topic.clone(),

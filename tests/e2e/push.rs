@@ -19,6 +19,9 @@ use kgbox_testkit::*;
 const T: Duration = Duration::from_secs(60);
 const TOKEN: &str = "push-test-admin-token-0123456789";
 const PROBE_OK: &str = "\"Blade Runner\" -> directed_by\tRidley Scott";
+#[path = "push_secured.rs"]
+mod secured;
+
 const PROBE_BAD: &str = "\"Blade Runner\" -> directed_by\tSteven Spielberg";
 
 /// A broker and a device serving `films` 1.0.0 over HTTP and MQTT.

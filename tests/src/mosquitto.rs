@@ -103,7 +103,7 @@ impl Mosquitto {
         std::fs::write(
             &conf,
             format!(
-                "listener {} 127.0.0.1\n{}{}persistence false\nlog_dest stderr\n",
+                "listener {} 127.0.0.1\n{}{}persistence false\nset_tcp_nodelay true\nlog_dest stderr\n",
                 self.port,
                 self.listener_extra,
                 if self.listener_extra.contains("allow_anonymous") {

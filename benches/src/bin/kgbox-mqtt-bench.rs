@@ -86,7 +86,7 @@ fn start_broker(dir: &Path, port: u16) -> Result<proc::Server> {
     let conf = dir.join("mosquitto.conf");
     std::fs::write(
         &conf,
-        format!("listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"),
+        format!("listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nset_tcp_nodelay true\n"),
     )?;
     let bin = ["/usr/sbin/mosquitto", "/usr/bin/mosquitto"]
         .into_iter()
@@ -135,6 +135,9 @@ impl Requester {
         let mut opts = MqttOptions::new("kgbox-mqtt-bench", "127.0.0.1", port);
         opts.set_keep_alive(Duration::from_secs(30));
         opts.set_max_packet_size(Some(16 << 20));
+        let mut net = opts.network_options();
+        net.set_tcp_nodelay(true);
+        opts.set_network_options(net);
         let (client, mut eventloop) = AsyncClient::new(opts, 1024);
         let waiting: Waiting = Arc::default();
         let reply_topic = "bench/replies".to_string();
@@ -407,13 +410,25 @@ fn print_readable(v: &Value) {
     );
     if let Some(p) = v.get("push") {
         println!(
-            "push of a {} byte bundle: MQTT {:.1} s (deploy {}), HTTP {:.1} s (deploy {})",
+            "push of a {} byte bundle, wall clock: MQTT {:.0} ms (kgbox-pack push), HTTP {:.0} ms (PUT)",
             p["bundle_bytes"],
-            p["mqtt_s"].as_f64().unwrap_or(f64::NAN),
-            p["mqtt_deploy_ms"],
-            p["http_s"].as_f64().unwrap_or(f64::NAN),
-            p["http_deploy_ms"]
+            p["mqtt_s"].as_f64().unwrap_or(f64::NAN) * 1e3,
+            p["http_s"].as_f64().unwrap_or(f64::NAN) * 1e3,
         );
+        for (how, d) in [
+            ("MQTT", &p["mqtt_deploy_ms"]),
+            ("HTTP", &p["http_deploy_ms"]),
+        ] {
+            let f = |k: &str| d[k].as_f64().unwrap_or(f64::NAN);
+            println!(
+                "  {how} deploy on the device: install {:.1} ms, load {:.2} ms, probes {:.2} ms, swap {:.3} ms, total {:.1} ms",
+                f("install"),
+                f("load"),
+                f("probes"),
+                f("swap"),
+                f("total")
+            );
+        }
     }
 }
 

@@ -71,6 +71,9 @@ impl Client {
         let mut o = MqttOptions::new(unique_id("test"), "127.0.0.1", port);
         o.set_keep_alive(Duration::from_secs(30))
             .set_max_packet_size(Some(16 << 20));
+        let mut net = o.network_options();
+        net.set_tcp_nodelay(true);
+        o.set_network_options(net);
         let (client, mut eventloop) = AsyncClient::new(o, 1000);
         let (tx, rx): (Sender<Msg>, Receiver<Msg>) = std::sync::mpsc::channel();
         let connacks = Arc::new(AtomicU64::new(0));
@@ -253,6 +256,9 @@ impl Client311 {
         o.set_keep_alive(Duration::from_secs(30))
             .set_max_packet_size(16 << 20, 16 << 20);
         let (client, mut eventloop) = rumqttc::AsyncClient::new(o, 1000);
+        let mut net = eventloop.network_options();
+        net.set_tcp_nodelay(true);
+        eventloop.set_network_options(net);
         let (tx, rx) = std::sync::mpsc::channel();
         let connacks = Arc::new(AtomicU64::new(0));
         let subacks = Arc::new(AtomicU64::new(0));

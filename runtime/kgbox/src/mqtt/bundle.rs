@@ -47,6 +47,8 @@ struct State {
     current: Option<Active>,
     finished: Option<Finished>,
     generation: u64,
+    /// The transfer id last warned about (stray chunks).
+    warned: String,
 }
 
 struct Active {
@@ -227,14 +229,22 @@ impl Shared {
 
     fn chunk(self: &Arc<Self>, id: &str, index: &str, payload: &[u8]) {
         let mut st = lock(&self.state);
-        let Some(a) = st.current.as_mut().filter(|a| a.transfer.id() == id) else {
-            tracing::warn!(
-                transfer = id,
-                index,
-                "a bundle chunk for no transfer in progress: ignored"
-            );
+        let known = st.current.as_ref().is_some_and(|a| a.transfer.id() == id);
+        if !known {
+            // Once per transfer id: a group push sends chunks on to the
+            // devices that still miss some after this one is done.
+            let finished = st.finished.as_ref().is_some_and(|f| f.id == id);
+            if !finished && st.warned != id {
+                tracing::warn!(
+                    transfer = id,
+                    index,
+                    "bundle chunks for no transfer in progress: ignored"
+                );
+                st.warned = id.to_string();
+            }
             return;
-        };
+        }
+        let Some(a) = st.current.as_mut() else { return };
         if a.phase != "receiving" {
             return;
         }
@@ -280,7 +290,11 @@ impl Shared {
             run_blocking(move || {
                 let written = snap.write_tmp();
                 let mut st = lock(&me.state);
-                match st.current.as_mut().filter(|a| a.generation == generation) {
+                let current = st
+                    .current
+                    .as_mut()
+                    .filter(|a| a.generation == generation && a.phase == "receiving");
+                match current {
                     Some(a) => {
                         a.persisting = false;
                         if let Err(e) = written.and_then(|()| snap.commit()) {
@@ -308,7 +322,6 @@ impl Shared {
         run_blocking(move || {
             let message = me.verify_and_deploy(&file, &path, &m, generation);
             drop(file);
-            transfer::remove_files(&me.dir, |id| id == m.transfer);
             let mut st = lock(&me.state);
             if st
                 .current
@@ -323,6 +336,8 @@ impl Shared {
                 at: Instant::now(),
             });
             drop(st);
+            // No longer current: no record is written after this.
+            transfer::remove_files(&me.dir, |id| id == m.transfer);
             me.send(&message);
         });
     }

@@ -57,7 +57,11 @@ pub(crate) fn connect(s: &Settings) -> (Publisher, V311) {
     if let Some(tls) = &s.tls {
         o.set_transport(Transport::Tls(TlsConfiguration::Rustls(tls.clone())));
     }
-    let (client, eventloop) = AsyncClient::new(o, s.channel_capacity);
+    let (client, mut eventloop) = AsyncClient::new(o, s.channel_capacity);
+    // Small requests and replies: no Nagle delay (see transport_v5.rs).
+    let mut net = eventloop.network_options();
+    net.set_tcp_nodelay(true);
+    eventloop.set_network_options(net);
     (
         Publisher::V311(client),
         V311 {

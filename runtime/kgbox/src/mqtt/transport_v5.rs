@@ -55,6 +55,11 @@ pub(crate) fn connect(s: &Settings) -> (Publisher, V5) {
     if let Some(tls) = &s.tls {
         o.set_transport(Transport::Tls(TlsConfiguration::Rustls(tls.clone())));
     }
+    // Requests and replies are small: without TCP_NODELAY, Nagle and
+    // delayed ACKs add ~40 ms to a round trip.
+    let mut net = o.network_options();
+    net.set_tcp_nodelay(true);
+    o.set_network_options(net);
     let (client, eventloop) = AsyncClient::new(o, s.channel_capacity);
     (
         Publisher::V5(client),
