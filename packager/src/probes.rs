@@ -22,9 +22,7 @@ pub fn collect(inline: &[String], file: Option<&Path>) -> Result<Vec<Probe>> {
     if let Some(path) = file {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        probes.extend(
-            parse_probes(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
-        );
+        probes.extend(parse_probes(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?);
     }
     Ok(probes)
 }

@@ -222,7 +222,11 @@ fn a_cli_install_that_fails_its_probes_is_rolled_back_when_serve_starts() {
     assert_eq!(slot_record(&device, "b")["health"], "pending");
     let server = device.serve();
     assert_eq!(serving(&server).0, "1.0.0");
-    assert!(server.log().contains("health check failed"), "{}", server.log());
+    assert!(
+        server.log().contains("health check failed"),
+        "{}",
+        server.log()
+    );
     assert_eq!(device.status()["state"]["b"]["health"], "bad");
 }
 
@@ -285,7 +289,9 @@ fn five_hot_swaps_under_load_fail_no_request() {
                 let url = format!("http://127.0.0.1:{port}/v1/query");
                 let body = serde_json::json!({"query": "\"Blade Runner\" -> directed_by"});
                 let mut errors = Vec::new();
-                while swapping.load(Ordering::Acquire) || done.load(Ordering::Acquire) < MIN_REQUESTS {
+                while swapping.load(Ordering::Acquire)
+                    || done.load(Ordering::Acquire) < MIN_REQUESTS
+                {
                     let ok = match agent.post(&url).send_json(&body) {
                         Ok(r) => r
                             .into_json::<serde_json::Value>()

@@ -288,7 +288,12 @@ impl Server {
     }
 
     /// `PUT path` with a body and an optional bearer token: (status, JSON body).
-    pub fn put_bytes(&self, path: &str, token: Option<&str>, body: &[u8]) -> (u16, serde_json::Value) {
+    pub fn put_bytes(
+        &self,
+        path: &str,
+        token: Option<&str>,
+        body: &[u8],
+    ) -> (u16, serde_json::Value) {
         let url = format!("http://127.0.0.1:{}{path}", self.port);
         let mut req = ureq::put(&url).timeout(Duration::from_secs(300));
         if let Some(t) = token {

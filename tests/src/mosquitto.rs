@@ -69,10 +69,7 @@ impl Mosquitto {
             dir,
             port: free_port(),
             child: None,
-            listener_extra: format!(
-                "allow_anonymous false\npassword_file {}\n",
-                file.display()
-            ),
+            listener_extra: format!("allow_anonymous false\npassword_file {}\n", file.display()),
         };
         m.spawn();
         m
