@@ -235,3 +235,103 @@ fn link_finds_mentions_with_probabilities() {
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["mentions"], json!([]));
 }
+
+#[test]
+fn query_renders_as_cypher_or_sparql_on_request() {
+    let (_d, server) = demo_server();
+    let q = format!("\"{FILM}\" -> directed_by -> directed_by_inv");
+    let (status, v) = server.post_json("/v1/query", &json!({"query": q, "render": "sparql"}));
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(answer_names(&v), [OTHER_FILM]);
+    assert_eq!(v["rendered"]["language"], "sparql");
+    let text = v["rendered"]["text"].as_str().unwrap();
+    assert!(text.starts_with("SELECT DISTINCT ?x WHERE {"), "{text}");
+    let (_, v) = server.post_json("/v1/query", &json!({"query": q, "render": "cypher"}));
+    assert!(
+        v["rendered"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("MATCH "),
+        "{v}"
+    );
+    // Without `render`, no rendering.
+    let (_, v) = server.post_json("/v1/query", &json!({"query": q}));
+    assert!(v.get("rendered").is_none(), "{v}");
+    // OR below the top: SPARQL only.
+    let nested = format!("OR(\"Spike Lee\" -> directed_by_inv, \"{FILM}\") -> release_year");
+    let (status, v) = server.post_json("/v1/query", &json!({"query": nested, "render": "cypher"}));
+    assert_eq!(status, 422, "{v}");
+    assert_eq!(v["error"]["code"], "cannot_render");
+    let (status, v) = server.post_json("/v1/query", &json!({"query": q, "render": "gremlin"}));
+    assert_eq!(status, 422, "{v}");
+}
+
+#[test]
+fn cypher_and_sparql_input_is_translated_or_refused_by_name() {
+    let (_d, server) = demo_server();
+    let cypher = format!(
+        "MATCH (f:Entity {{name: '{FILM}'}})-[:directed_by]->(d)<-[:directed_by]-(m) RETURN DISTINCT m.name"
+    );
+    let (status, v) =
+        server.post_json("/v1/query", &json!({"query": cypher, "language": "cypher"}));
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(answer_names(&v), [OTHER_FILM]);
+    assert_eq!(
+        v["translated"],
+        format!("\"{FILM}\" -> directed_by -> directed_by_inv")
+    );
+    let sparql = "SELECT ?x WHERE { <http://kgbox.local/e/Malcolm%20X> <http://kgbox.local/r/directed_by> ?d . \
+                  ?x <http://kgbox.local/r/directed_by> ?d }";
+    let (status, v) =
+        server.post_json("/v1/query", &json!({"query": sparql, "language": "sparql"}));
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(answer_names(&v), [OTHER_FILM]);
+    // Round trip: a rendering reads back as the same query.
+    let (_, r) = server.post_json(
+        "/v1/query",
+        &json!({"query": format!("\"{FILM}\" -> directed_by -> directed_by_inv"), "render": "sparql"}),
+    );
+    let (status, v) = server.post_json(
+        "/v1/query",
+        &json!({"query": r["rendered"]["text"], "language": "sparql"}),
+    );
+    assert_eq!(status, 422, "VALUES is outside the input subset: {v}");
+
+    for (language, query, code) in [
+        (
+            "cypher",
+            "MATCH (a {name: 'Malcolm X'})-[:directed_by*1..3]->(b) RETURN b",
+            "unsupported_construct",
+        ),
+        (
+            "cypher",
+            "MATCH (a {name: 'Malcolm X'})-[:directed_by]->(b) WHERE b.name = 'x' RETURN b",
+            "unsupported_construct",
+        ),
+        (
+            "cypher",
+            "MATCH (a)-[:directed_by]->(b) RETURN b",
+            "unsupported_shape",
+        ),
+        (
+            "cypher",
+            "MATCH (a {name: 'Malcolm X'})-[:directed_by]->(b) RETURN c",
+            "syntax_error",
+        ),
+        (
+            "sparql",
+            "SELECT ?b WHERE { ?a ?p ?b }",
+            "unsupported_construct",
+        ),
+        (
+            "sparql",
+            "SELECT ?b WHERE { ?a <http://kgbox.local/r/directed_by> ?b",
+            "syntax_error",
+        ),
+    ] {
+        let (status, v) =
+            server.post_json("/v1/query", &json!({"query": query, "language": language}));
+        assert_ne!(status, 200, "{query}: {v}");
+        assert_eq!(v["error"]["code"], code, "{query}: {v}");
+    }
+}

@@ -72,6 +72,9 @@ enum Command {
         include_anchors: bool,
         #[arg(long)]
         json: bool,
+        /// Print the query as openCypher or SPARQL (cypher | sparql) instead of running it.
+        #[arg(long, value_name = "LANGUAGE")]
+        render: Option<kgbox_query::render::Language>,
         #[command(flatten)]
         source: cmd::BundleArgs,
         #[command(flatten)]
@@ -92,6 +95,17 @@ enum Command {
         source: cmd::BundleArgs,
         #[command(flatten)]
         exec: cmd::ExecArgs,
+    },
+    /// Render DSL queries (one per line of FILE, `-` for stdin; text after a
+    /// tab is ignored) as openCypher and SPARQL, one JSON line each with the
+    /// symbolic executor's answers, for cross-checking with graph databases.
+    Render {
+        file: PathBuf,
+        /// Keep anchor entities in multi-hop answers (and renderings).
+        #[arg(long)]
+        include_anchors: bool,
+        #[command(flatten)]
+        source: cmd::BundleArgs,
     },
     /// Find entity mentions in text (`[bracketed]` mentions are taken as given).
     Link {
@@ -227,6 +241,7 @@ fn run(started: Instant) -> Result<()> {
             paths,
             include_anchors,
             json,
+            render,
             source,
             exec,
         } => cmd::query::run(
@@ -237,6 +252,7 @@ fn run(started: Instant) -> Result<()> {
                 paths,
                 include_anchors,
                 json,
+                render,
                 source,
                 exec,
             },
@@ -283,6 +299,11 @@ fn run(started: Instant) -> Result<()> {
                 exec,
             },
         ),
+        Command::Render {
+            file,
+            include_anchors,
+            source,
+        } => cmd::query::render_file(&cfg, &file, include_anchors, &source),
         Command::Link { text, top_m, json } => cmd::query::link(&cfg, &text, top_m, json),
         Command::Eval(EvalCommand::Queries {
             file,

@@ -18,8 +18,10 @@ pub mod link;
 pub mod parse;
 pub mod plan;
 pub mod probe;
+pub mod render;
 pub mod retrieve;
 pub mod run;
+pub mod translate;
 
 pub use ast::Query;
 pub use diag::{DiagKind, Diagnostic};

@@ -9,6 +9,8 @@ pub struct QueryArgs {
     pub paths: usize,
     pub include_anchors: bool,
     pub json: bool,
+    /// Print the query in this language instead of running it.
+    pub render: Option<kgbox_query::render::Language>,
     pub source: super::BundleArgs,
     pub exec: super::ExecArgs,
 }
@@ -16,6 +18,25 @@ pub struct QueryArgs {
 pub fn run(cfg: &Config, args: &QueryArgs) -> Result<()> {
     let bundle = super::load_bundle(cfg, &args.source)?;
     let kg = bundle.kg()?;
+    if let Some(lang) = args.render {
+        let opts = kgbox_query::render::RenderOptions {
+            exclude_anchors: !args.include_anchors,
+            ..Default::default()
+        };
+        let text = kgbox_query::render::render_text(
+            &kg,
+            &args.query,
+            &cfg.query.parse_limits(),
+            lang,
+            &opts,
+        )?;
+        if args.json {
+            println!("{}", serde_json::json!({"language": lang, "text": text}));
+        } else {
+            println!("{text}");
+        }
+        return Ok(());
+    }
     let mut opts = cfg.query.exec_options();
     opts.top_k = args.top_k;
     opts.max_paths = args.paths;
@@ -124,5 +145,62 @@ pub fn link(cfg: &Config, text: &str, top_m: usize, json: bool) -> Result<()> {
             );
         }
     }
+    Ok(())
+}
+
+/// `kgbox render FILE`: one JSON line per query with its renderings and
+/// its answers (all of them, symbolic executor), or its error.
+pub fn render_file(
+    cfg: &Config,
+    file: &std::path::Path,
+    include_anchors: bool,
+    source: &super::BundleArgs,
+) -> Result<()> {
+    use kgbox_query::render::{render_text, Language, RenderOptions};
+    use std::io::{BufRead, Write};
+    let bundle = super::load_bundle(cfg, source)?;
+    let kg = bundle.kg()?;
+    let input: Box<dyn BufRead> = if file.as_os_str() == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(std::io::BufReader::new(std::fs::File::open(file).map_err(
+            |e| anyhow::anyhow!("cannot read {}: {e}", file.display()),
+        )?))
+    };
+    let limits = cfg.query.parse_limits();
+    let mut opts = cfg.query.exec_options();
+    opts.exclude_anchors = !include_anchors;
+    opts.top_k = kg.entity_count().max(1);
+    opts.max_paths = 0;
+    let ropts = RenderOptions {
+        exclude_anchors: !include_anchors,
+        ..Default::default()
+    };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for line in input.lines() {
+        let line = line?;
+        let dsl = line.split('\t').next().unwrap_or("").trim();
+        if dsl.is_empty() || dsl.starts_with('#') {
+            continue;
+        }
+        let render = |lang| render_text(&kg, dsl, &limits, lang, &ropts).map_err(|e| e.to_string());
+        let answers = kgbox_query::run_query(&kg, dsl, &limits, &opts).map(|(a, _)| {
+            a.answers
+                .iter()
+                .map(|x| kg.entity_name(x.entity).unwrap_or("?").to_string())
+                .collect::<Vec<_>>()
+        });
+        let v = match (answers, render(Language::Cypher), render(Language::Sparql)) {
+            (Ok(answers), Ok(cypher), Ok(sparql)) => serde_json::json!({
+                "query": dsl, "answers": answers, "cypher": cypher, "sparql": sparql,
+            }),
+            (a, c, s) => serde_json::json!({
+                "query": dsl,
+                "error": a.err().map(|e| e.to_string()).or(c.err()).or(s.err()),
+            }),
+        };
+        writeln!(out, "{v}")?;
+    }
+    out.flush()?;
     Ok(())
 }

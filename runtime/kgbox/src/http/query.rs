@@ -33,6 +33,45 @@ pub struct QueryRequest {
     pub executor: Option<kgbox_query::Executor>,
     /// SEPPR subgraph size for the neural executors (default: `executor.seppr_k`).
     pub seppr_k: Option<usize>,
+    /// Also return the query as openCypher or SPARQL (`cypher` | `sparql`).
+    pub render: Option<kgbox_query::render::Language>,
+    /// The language of `query`: `dsl` (default), `cypher` (a read-only
+    /// path pattern) or `sparql` (a basic graph pattern); see
+    /// docs/query-language.md.
+    pub language: Option<QueryLanguage>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QueryLanguage {
+    Dsl,
+    Cypher,
+    Sparql,
+}
+
+/// `query` as DSL text: translated when it is openCypher or SPARQL.
+fn dsl_text(req: &QueryRequest) -> Result<Option<String>, ApiError> {
+    use kgbox_query::translate::{from_cypher, from_sparql, TranslateError};
+    let q = match req.language {
+        None | Some(QueryLanguage::Dsl) => return Ok(None),
+        Some(QueryLanguage::Cypher) => from_cypher(&req.query),
+        Some(QueryLanguage::Sparql) => {
+            from_sparql(&req.query, &kgbox_query::render::RenderOptions::default())
+        }
+    };
+    q.map(|q| Some(q.to_string())).map_err(|e| {
+        let code = match e {
+            TranslateError::Unsupported { .. } => "unsupported_construct",
+            TranslateError::Syntax(..) => "syntax_error",
+            TranslateError::Shape(_) => "unsupported_shape",
+        };
+        let status = if code == "syntax_error" {
+            StatusCode::BAD_REQUEST
+        } else {
+            StatusCode::UNPROCESSABLE_ENTITY
+        };
+        ApiError::new(status, code, e.to_string())
+    })
 }
 
 #[derive(Debug, Deserialize)]
@@ -60,6 +99,12 @@ pub struct QueryResponse {
     /// The executor that ran.
     pub executor: kgbox_query::Executor,
     pub timings_ms: serde_json::Value,
+    /// The query in the language the request asked for (`render`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rendered: Option<serde_json::Value>,
+    /// The DSL an openCypher or SPARQL query was translated to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub translated: Option<String>,
 }
 
 /// Turns a JSON body rejection into our error envelope.
@@ -155,9 +200,13 @@ pub async fn query(
 fn run_query(
     state: &AppState,
     served: &Served,
-    req: QueryRequest,
+    mut req: QueryRequest,
     executor: kgbox_query::Executor,
 ) -> Result<QueryResponse, ApiError> {
+    let translated = dsl_text(&req)?;
+    if let Some(t) = &translated {
+        req.query = t.clone();
+    }
     let cfg = &state.query;
     let seppr_k = req.seppr_k.unwrap_or(served.executor.seppr_k);
     if seppr_k == 0 || seppr_k > served.executor.max_seppr_k {
@@ -216,8 +265,29 @@ fn run_query(
                 .collect(),
         })
         .collect();
+    let rendered = match req.render {
+        None => None,
+        Some(lang) => {
+            let r = kgbox_query::render::RenderOptions {
+                exclude_anchors: opts.exclude_anchors,
+                ..Default::default()
+            };
+            let text =
+                kgbox_query::render::render_text(&kg, &req.query, &cfg.parse_limits(), lang, &r)
+                    .map_err(|e| {
+                        ApiError::new(
+                            StatusCode::UNPROCESSABLE_ENTITY,
+                            "cannot_render",
+                            e.to_string(),
+                        )
+                    })?;
+            Some(json!({"language": lang, "text": text}))
+        }
+    };
     Ok(QueryResponse {
         answers: wire,
+        rendered,
+        translated,
         total: answers.total,
         edge_visits: answers.edge_visits,
         executor,
