@@ -389,22 +389,20 @@ impl<'a> Pusher<'a> {
         }
     }
 
+    /// Publishes the transfer manifest (`begin`); `false` past `until`.
+    async fn send_begin(&mut self, client: &AsyncClient, until: Instant) -> Result<bool> {
+        let topic = format!("{}begin", self.target.prefix);
+        let payload = self.begin.clone().into_bytes();
+        self.publish(topic, payload, client, until).await
+    }
+
     async fn run(
         &mut self,
         client: &AsyncClient,
         rx: &mut mpsc::UnboundedReceiver<Ev>,
     ) -> Result<()> {
         let deadline = self.started + self.args.timeout;
-        let begin_topic = format!("{}begin", self.target.prefix);
-        if !self
-            .publish(
-                begin_topic.clone(),
-                self.begin.clone().into_bytes(),
-                client,
-                deadline,
-            )
-            .await?
-        {
+        if !self.send_begin(client, deadline).await? {
             return Ok(());
         }
         let chunk = usize::try_from(self.args.chunk_bytes).unwrap_or(usize::MAX);
@@ -450,15 +448,7 @@ impl<'a> Pusher<'a> {
                 // Nothing is queued: what a device still misses (chunks
                 // lost in a reconnect, say) must go again.
                 self.sent_round.fill(false);
-                if !self
-                    .publish(
-                        begin_topic.clone(),
-                        self.begin.clone().into_bytes(),
-                        client,
-                        deadline,
-                    )
-                    .await?
-                {
+                if !self.send_begin(client, deadline).await? {
                     return Ok(());
                 }
                 self.last_begin = Instant::now();

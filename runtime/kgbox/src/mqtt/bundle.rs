@@ -5,9 +5,6 @@
 //! operations and one positioned write per chunk; syncing the record, the
 //! sha256 check, the deployment and deleting files run on blocking threads.
 
-#[path = "transfer.rs"]
-mod transfer;
-
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -15,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use self::transfer::{Manifest, Transfer, MAX_RANGES};
+use super::transfer::{self, Manifest, Transfer, MAX_RANGES};
 use crate::config::Config;
 use crate::deploy::{DeployOutcome, Deployer, Stage};
 

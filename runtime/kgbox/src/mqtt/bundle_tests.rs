@@ -9,10 +9,10 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::transfer::{part_path, record_path};
 use super::BundleReceiver;
 use crate::config::Config;
 use crate::deploy::Deployer;
+use crate::mqtt::transfer::{part_path, record_path};
 use crate::served::Served;
 use crate::store::Health;
 

@@ -13,6 +13,7 @@ mod stats;
 mod status;
 mod tls;
 mod topics;
+mod transfer;
 mod transport_v311;
 mod transport_v5;
 
