@@ -3,6 +3,9 @@
 
 # Checks the model files, the encoder and the binaries; sets ENCODER and EMBED_MODEL.
 qa_check_tools() {
+  # kgbox reads KGBOX_* variables as configuration keys: the tool paths must
+  # not reach it through the environment.
+  export -n KGBOX KGBOX_PACK 2>/dev/null || true
   if [[ -n $ULTRA ]]; then
     local f
     for f in "$ULTRA.relation.onnx" "$ULTRA.entity.onnx"; do
@@ -44,7 +47,7 @@ qa_workdir() {
 # Packs $KB as bundle NAME ($1) with a planner trained on EXAMPLES ($2), runs
 # `kgbox eval qa` on QUESTIONS ($3) in FORMAT ($4) and sets `last` to its JSON
 # line; earlier stdout lines of the eval go to stderr. LABEL ($5) names the
-# questions in the log.
+# questions in the log. With RERANK=1 the eval is qa_rerank_stage's.
 qa_pack_eval() {
   local pack=("$KGBOX_PACK" build --triples "$KB" --name "$1" --version 1.0.0 --key "$WORK/eval.key"
     -o "$WORK/kb.kgb" --quiet --planner-examples "$2")
@@ -56,6 +59,10 @@ qa_pack_eval() {
   [[ -n $ULTRA ]] && pack+=(--ultra "$ULTRA")
   log "pack $KB${ULTRA:+ with --ultra $ULTRA}"
   "${pack[@]}" >&2
+  if [[ ${RERANK:-0} == 1 ]]; then
+    qa_rerank_stage "$2" "$1" "$3" "$4"
+    return
+  fi
   local evalcmd=("$KGBOX" eval qa --bundle "$WORK/kb.kgb" --trust "$WORK/eval.pub" --questions "$3"
     --format "$4" --executor "$EXECUTOR" --json)
   ((LIMIT > 0)) && evalcmd+=(--limit "$LIMIT")
@@ -66,4 +73,44 @@ qa_pack_eval() {
   out=$("${evalcmd[@]}")
   if [[ $(printf '%s\n' "$out" | wc -l) -gt 1 ]]; then printf '%s\n' "$out" | sed '$d' >&2; fi
   last=$(printf '%s\n' "$out" | tail -n 1)
+}
+
+# With RERANK=1: trains the answer reranker on RERANK_N questions drawn from
+# the planner EXAMPLES ($1, lines with answers) and scores QUESTIONS ($3,
+# FORMAT $4) with it (`eval qa --reranker`: the model file that
+# `kgbox-pack build --reranker` would add to bundle NAME, $2) and without:
+# `last` is the eval with the reranker plus "without_rerank" (the eval's JSON
+# without it) and "reranker" (the training script's held-out figures).
+# RERANK_PYTHON is a python3 with models/reranker/requirements.txt.
+qa_rerank_stage() {
+  local examples=$1 name=$2 questions=$3 format=$4
+  local py=${RERANK_PYTHON:-python3}
+  "$py" -c 'import sklearn, onnx, onnxruntime' 2>/dev/null ||
+    die "RERANK_PYTHON=$py cannot import sklearn, onnx and onnxruntime (pip install -r models/reranker/requirements.txt)"
+  python3 - "$examples" "${RERANK_N:-3000}" "$WORK/rerank-questions.tsv" <<'PY'
+import random, sys
+src, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rows = []
+for line in open(src, encoding="utf-8"):
+    cols = line.rstrip("\n").split("\t")
+    if len(cols) >= 3 and not line.startswith("#") and cols[2].strip():
+        rows.append(f"{cols[0]}\t{cols[2]}\n")
+random.Random(7).shuffle(rows)
+open(out, "w", encoding="utf-8").writelines(rows[:n])
+PY
+  log "reranker: features of $(wc -l <"$WORK/rerank-questions.tsv") training questions"
+  "$KGBOX" eval qa --bundle "$WORK/kb.kgb" --trust "$WORK/eval.pub" --questions "$WORK/rerank-questions.tsv" \
+    --format metaqa --executor "$EXECUTOR" --json --export-features "$WORK/features.tsv" >&2
+  log "reranker: train"
+  local trained
+  trained=$("$py" "$REPO/models/reranker/train.py" "$WORK/features.tsv" --out "$WORK/reranker" | tail -n 1)
+  local evalcmd=("$KGBOX" eval qa --bundle "$WORK/kb.kgb" --trust "$WORK/eval.pub" --questions "$questions"
+    --format "$format" --executor "$EXECUTOR" --json)
+  ((LIMIT > 0)) && evalcmd+=(--limit "$LIMIT")
+  log "eval qa with the reranker"
+  local with without
+  with=$("${evalcmd[@]}" --reranker "$WORK/reranker" | tail -n 1)
+  log "eval qa without it"
+  without=$("${evalcmd[@]}" --no-rerank | tail -n 1)
+  last=$(python3 -c 'import json,sys; w=json.loads(sys.argv[1]); w["without_rerank"]=json.loads(sys.argv[2]); w["reranker"]=json.loads(sys.argv[3]); print(json.dumps(w))' "$with" "$without" "$trained")
 }

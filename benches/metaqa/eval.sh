@@ -16,6 +16,9 @@
 #   EXECUTOR=hybrid             symbolic, neural or hybrid (symbolic when ULTRA is empty)
 #   ULTRA=models/ultra/onnx/ultraquery   ULTRA prefix for --ultra; ULTRA= packs without the
 #                               neural model, and then EXECUTOR must be symbolic
+#   RERANK=0                    1: also train the answer reranker (models/reranker) on RERANK_N=3000
+#                               training questions, pack it, and report the eval with and without
+#                               it; RERANK_PYTHON names a python3 with its requirements
 #   LIMIT=0                     score only the first LIMIT questions (0: all)
 #   HOPS=1,2,3                  hops of TRAIN_DIR to train on
 #   WORK=(mktemp -d)            keys, examples and bundle; a mktemp folder is removed on exit

@@ -13,6 +13,9 @@
 #   EXECUTOR=symbolic           symbolic, neural or hybrid (neural and hybrid need ULTRA)
 #   ULTRA=                      empty: pack without the neural model; e.g.
 #                               ULTRA=models/ultra/onnx/ultraquery EXECUTOR=hybrid
+#   RERANK=0                    1: also train the answer reranker (models/reranker) on RERANK_N=3000
+#                               training questions, pack it, and report the eval with and without
+#                               it; RERANK_PYTHON names a python3 with its requirements
 #   LIMIT=0                     score only the first LIMIT test questions (0: all)
 #   TEST_EVERY=5                line i is a test line iff i % TEST_EVERY == 0
 #   WORK=(mktemp -d)            keys, examples, test file and bundle; a mktemp folder is removed

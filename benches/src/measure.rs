@@ -60,6 +60,7 @@ pub fn pack_runs(kb: &Path, key: &SecretKey, out: &Path, runs: usize) -> Result<
         progress: false,
         ultra: None,
         planner: None,
+        reranker: None,
         probes: Vec::new(),
         allow_failing_probes: false,
     };

@@ -12,6 +12,7 @@ pub mod pack;
 pub mod planner;
 pub mod probes;
 pub mod push;
+pub mod reranker;
 pub mod ultra;
 
 pub use pack::{pack, pack_with, PackOptions, PackReport};

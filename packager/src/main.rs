@@ -93,6 +93,11 @@ struct BuildArgs {
     /// the zero-shot planner's relation vectors).
     #[arg(long, conflicts_with = "planner_examples")]
     no_planner: bool,
+    /// Add the answer reranker trained by `models/reranker/train.py`:
+    /// PREFIX.onnx and PREFIX.json. Its features must be the ones this
+    /// build computes (the packager checks, and runs it once).
+    #[arg(long, value_name = "PREFIX")]
+    reranker: Option<PathBuf>,
     /// A health-check query for devices: `QUERY` or `QUERY<TAB>expected|names`
     /// (repeatable). It must return answers, including the expected ones.
     #[arg(long, value_name = "PROBE")]
@@ -174,6 +179,7 @@ fn run() -> Result<()> {
                     .as_deref()
                     .map(kgbox_pack::ultra::UltraOptions::from_prefix),
                 planner,
+                reranker: args.reranker,
                 probes: kgbox_pack::probes::collect(&args.probe, args.probes.as_deref())?,
                 allow_failing_probes: args.allow_failing_probes,
             };

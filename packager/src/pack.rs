@@ -38,6 +38,9 @@ pub struct PackOptions {
     /// The learned planner's examples and calibration (`None`: no planner
     /// sections, not even the zero-shot relation vectors).
     pub planner: Option<crate::planner::PlannerOptions>,
+    /// The answer reranker, `PREFIX.onnx` and `PREFIX.json` from
+    /// `models/reranker/train.py` (`--reranker`).
+    pub reranker: Option<PathBuf>,
     /// Health-check queries stored in the manifest.
     pub probes: Vec<kgbox_bundle::Probe>,
     /// Write the bundle even when its own probes fail here (to test a
@@ -169,6 +172,12 @@ pub fn pack_with(
         built.sections.extend(planner.sections);
         models.extend(planner.model);
         notes.extend(planner.report);
+    }
+    if let Some(prefix) = &opts.reranker {
+        let r = crate::reranker::sections(prefix)?;
+        built.sections.extend(r.sections);
+        models.push(r.model);
+        notes.push(r.note);
     }
     if !opts.probes.is_empty() {
         let outcomes = crate::probes::check(&built.sections, &opts.probes)?;

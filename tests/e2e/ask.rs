@@ -460,3 +460,61 @@ fn local_planner_when_built_with_the_feature_and_a_model() {
         println!("local planner wrote no valid query: {err}");
     }
 }
+
+/// A device serving the demo whose LLM planner always writes `query`, with
+/// `planner_extra` in `[planner]`.
+fn fixed_llm_device(query: &str, planner_extra: &str) -> (FakeLlm, Device, tempfile::TempDir) {
+    let query = query.to_string();
+    let llm = FakeLlm::start(move |body| {
+        let schema = response_schema(body)
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        if schema.contains("\"query\"") {
+            Ok(json!({ "query": query }).to_string())
+        } else {
+            Err((400, "no schema".into()))
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let config = format!(
+        "[planner]\nkind = \"llm\"\n{planner_extra}\n[llm]\nmode = \"remote\"\nendpoint = \"{}\"\naudit_log = {:?}\narbitrate = false\n",
+        llm.base_url(),
+        audit.display().to_string()
+    );
+    let device = Device::new(&[], &config);
+    (llm, device, dir)
+}
+
+#[test]
+fn a_planned_query_without_answers_is_relaxed() {
+    let empty = "AND(\"Ridley Scott\" -> directed_by_inv, \"Comedy\" -> has_genre_inv)";
+    let question = "which comedies did [Ridley Scott] direct";
+    let (_llm, device, _dir) = fixed_llm_device(empty, "");
+    let server = device.serve();
+    let (status, v) = ask(&server, question);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["query"], empty, "{v}");
+    assert_eq!(v["repair"]["kind"], "relax", "{v}");
+    assert_eq!(
+        v["repair"]["repaired"],
+        "\"Ridley Scott\" -> directed_by_inv"
+    );
+    assert_eq!(answer_names(&v), ["Blade Runner"]);
+    drop(server);
+    let o = device.kgbox(&["ask", question]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("repair:    relax -> \"Ridley Scott\" -> directed_by_inv"),
+        "{}",
+        stdout(&o)
+    );
+
+    // planner.repair = false: the planned query's (empty) answer.
+    let (_llm, device, _dir) = fixed_llm_device(empty, "repair = false");
+    let server = device.serve();
+    let (status, v) = ask(&server, question);
+    assert_eq!(status, 200, "{v}");
+    assert!(v.get("repair").is_none(), "{v}");
+    assert_eq!(v["answers"], json!([]), "{v}");
+}

@@ -335,3 +335,65 @@ fn cypher_and_sparql_input_is_translated_or_refused_by_name() {
         assert_eq!(v["error"]["code"], code, "{query}: {v}");
     }
 }
+
+#[test]
+fn query_repair_relaxes_empty_queries_and_tightens_on_request() {
+    let (_d, server) = demo_server();
+    // Ridley Scott directed no comedy in the demo slice.
+    let empty = "AND(\"Ridley Scott\" -> directed_by_inv, \"Comedy\" -> has_genre_inv)";
+    let (status, v) = server.post_json("/v1/query", &json!({"query": empty, "repair": "off"}));
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["total"], 0, "{v}");
+    assert!(v.get("repair").is_none(), "{v}");
+
+    // By default the query is relaxed and the repaired query answers.
+    let (status, v) = server.post_json("/v1/query", &json!({"query": empty}));
+    assert_eq!(status, 200, "{v}");
+    let r = &v["repair"];
+    assert_eq!(r["kind"], "relax", "{v}");
+    assert_eq!(r["original"], empty);
+    assert_eq!(r["repaired"], "\"Ridley Scott\" -> directed_by_inv");
+    assert_eq!(
+        r["edits"],
+        json!(["dropped AND operand 2: \"Comedy\" -> has_genre_inv"])
+    );
+    assert_eq!(
+        (r["answers_before"].as_u64(), r["answers_after"].as_u64()),
+        (Some(0), Some(1))
+    );
+    assert!(r["candidates"].as_u64().unwrap() >= 2, "{v}");
+    assert_eq!(answer_names(&v), ["Blade Runner"]);
+    assert_eq!(v["total"], 1);
+    assert!(v["timings_ms"]["repair"].is_number(), "{v}");
+
+    // A query with answers is left alone; tightening only when asked.
+    let many = "\"Drama\" -> has_genre_inv";
+    let (_, v) = server.post_json("/v1/query", &json!({"query": many}));
+    assert!(v.get("repair").is_none(), "{v}");
+    assert!(v["total"].as_u64().unwrap() > 50, "{v}");
+    let (status, v) = server.post_json(
+        "/v1/query",
+        &json!({"query": many, "max_answers": 5, "tighten_with": ["Spike Lee"]}),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["repair"]["kind"], "tighten", "{v}");
+    assert_eq!(
+        v["repair"]["repaired"],
+        "AND(\"Drama\" -> has_genre_inv, \"Spike Lee\" -> directed_by_inv)"
+    );
+    assert_eq!(answer_names(&v), ["Malcolm X"]);
+    let (status, v) = server.post_json("/v1/query", &json!({"query": many, "tighten": true}));
+    assert_eq!(status, 200, "{v}");
+    assert!(v["repair"]["answers_after"].as_u64().unwrap() <= 50, "{v}");
+    assert_eq!(v["total"], v["repair"]["answers_after"], "{v}");
+
+    // Bad repair fields.
+    for body in [
+        json!({"query": many, "repair": "always"}),
+        json!({"query": many, "max_answers": 0}),
+        json!({"query": many, "tighten_with": ["Nobody At All"]}),
+    ] {
+        let (s, v) = server.post_json("/v1/query", &body);
+        assert!(s == 400 || s == 404 || s == 422, "{body}: {s} {v}");
+    }
+}

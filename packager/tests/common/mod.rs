@@ -60,6 +60,7 @@ pub fn options(triples: &Path) -> PackOptions {
         progress: false,
         ultra: None,
         planner: None,
+        reranker: None,
         probes: Vec::new(),
         allow_failing_probes: false,
     }

@@ -47,6 +47,11 @@ pub const PLANNER_WEIGHTS: &str = "planner.weights";
 /// The zero-shot planner's relation vectors: `f32` little-endian, `[relation][dim]`.
 pub const PLANNER_RELVECS: &str = "planner.relvecs";
 
+/// JSON: the answer reranker's feature set, input and cut (`models/reranker`).
+pub const RERANK_META: &str = "rerank.meta";
+/// The answer reranker (ONNX): `[n, features]` in, `[n, 2]` class probabilities out.
+pub const RERANK_ONNX: &str = "model.rerank.onnx";
+
 /// Sections every KG bundle must have.
 pub const KG_REQUIRED: &[&str] = &[
     ENTITY_OFFSETS,
@@ -78,6 +83,8 @@ pub const KG_OPTIONAL: &[&str] = &[
     ULTRA_ENTITY_ONNX,
     ULTRA_RELREPS,
     ULTRA_RELGRAPH,
+    RERANK_META,
+    RERANK_ONNX,
     PLANNER_META,
     PLANNER_WEIGHTS,
     PLANNER_RELVECS,

@@ -90,3 +90,22 @@ pub fn link_text(
     let _ = (bundle, encoder);
     Ok(kgbox_query::link::link_text(kg, text, opts))
 }
+
+/// Cosine similarity of a unit question vector to an entity's name vector
+/// (the bundle's `kg.dense.*`), for the reranker; `None` without them.
+#[cfg(feature = "dense")]
+pub fn name_similarity<'a>(
+    bundle: &'a LoadedBundle,
+    kg: &Kg<'_>,
+) -> Option<impl Fn(&[f32], u32) -> Option<f32> + 'a> {
+    let index = index(bundle, kg).ok().flatten()?;
+    Some(move |q: &[f32], entity: u32| index.cosine(q, entity))
+}
+
+#[cfg(not(feature = "dense"))]
+pub fn name_similarity<'a>(
+    _bundle: &'a LoadedBundle,
+    _kg: &Kg<'_>,
+) -> Option<fn(&[f32], u32) -> Option<f32>> {
+    None
+}

@@ -76,6 +76,8 @@ enum Command {
         #[arg(long, value_name = "LANGUAGE")]
         render: Option<kgbox_query::render::Language>,
         #[command(flatten)]
+        repair: cmd::query::RepairArgs,
+        #[command(flatten)]
         source: cmd::BundleArgs,
         #[command(flatten)]
         exec: cmd::ExecArgs,
@@ -181,10 +183,51 @@ enum EvalCommand {
         /// One JSON object on the last line.
         #[arg(long)]
         json: bool,
+        /// Answer without the bundle's reranker (to compare).
+        #[arg(long)]
+        no_rerank: bool,
+        /// Write the reranker features of every scored candidate, labelled
+        /// with the gold answers, to FILE (TSV; input of models/reranker/train.py).
+        #[arg(long, value_name = "FILE")]
+        export_features: Option<PathBuf>,
+        /// Rerank with PREFIX.onnx and PREFIX.json (from models/reranker/train.py)
+        /// instead of the bundle's reranker, to try one before packing it.
+        #[arg(long, value_name = "PREFIX", conflicts_with = "no_rerank")]
+        reranker: Option<PathBuf>,
         #[command(flatten)]
         source: cmd::BundleArgs,
         #[command(flatten)]
         exec: cmd::ExecArgs,
+    },
+    /// Query repair over gold queries (`<DSL><TAB>ans1|ans2|...`): relax the
+    /// queries with no answers (or, with --tighten, tighten those with more
+    /// than --max-answers) and score the repaired answers; one JSON line.
+    Repair {
+        #[arg(long)]
+        queries: PathBuf,
+        /// Only the first N queries.
+        #[arg(long, conflicts_with = "sample")]
+        limit: Option<usize>,
+        /// N queries spread evenly over the file.
+        #[arg(long)]
+        sample: Option<usize>,
+        /// Tighten queries with too many answers instead of relaxing empty ones.
+        #[arg(long)]
+        tighten: bool,
+        #[arg(long, default_value_t = 50)]
+        max_answers: usize,
+        #[arg(long, default_value_t = 4)]
+        beam: usize,
+        #[arg(long, default_value_t = 2)]
+        max_edits: usize,
+        /// Smallest type fit of a replacement relation.
+        #[arg(long, default_value_t = 0.5)]
+        min_fit: f32,
+        /// Print the first N repairs to stderr.
+        #[arg(long, default_value_t = 0)]
+        examples: usize,
+        #[command(flatten)]
+        source: cmd::BundleArgs,
     },
     /// Link prediction with the bundle's ULTRA model: MRR and Hits@1/3/10,
     /// filtered, head and tail queries, over every entity.
@@ -242,6 +285,7 @@ fn run(started: Instant) -> Result<()> {
             include_anchors,
             json,
             render,
+            repair,
             source,
             exec,
         } => cmd::query::run(
@@ -253,6 +297,7 @@ fn run(started: Instant) -> Result<()> {
                 include_anchors,
                 json,
                 render,
+                repair,
                 source,
                 exec,
             },
@@ -283,6 +328,9 @@ fn run(started: Instant) -> Result<()> {
             top_k,
             planner,
             json,
+            no_rerank,
+            export_features,
+            reranker,
             source,
             exec,
         }) => cmd::ask::eval_qa(
@@ -295,6 +343,9 @@ fn run(started: Instant) -> Result<()> {
                 top_k,
                 planner,
                 json,
+                no_rerank,
+                export_features,
+                reranker,
                 source,
                 exec,
             },
@@ -323,6 +374,32 @@ fn run(started: Instant) -> Result<()> {
                 json,
                 source,
                 exec,
+            },
+        ),
+        Command::Eval(EvalCommand::Repair {
+            queries,
+            limit,
+            sample,
+            tighten,
+            max_answers,
+            beam,
+            max_edits,
+            min_fit,
+            examples,
+            source,
+        }) => cmd::repair::run(
+            &cfg,
+            &cmd::repair::RepairEvalArgs {
+                queries,
+                limit,
+                sample,
+                tighten,
+                max_answers,
+                beam,
+                max_edits,
+                min_fit,
+                examples,
+                source,
             },
         ),
         Command::Eval(EvalCommand::Kgc {

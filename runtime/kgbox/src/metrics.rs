@@ -92,3 +92,85 @@ pub fn resident_bytes() -> Option<u64> {
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     Some(pages * u64::try_from(page).ok()?)
 }
+
+/// Uses and answers of the retrieval strategies by questions planned by an
+/// LLM (`kgbox_retrieval_strategy_*_total`). The planned query counts as
+/// strategy `query` for every such question; the others count when the
+/// fall-through ran (see [`kgbox_qa::strategies`]).
+#[derive(Default)]
+pub struct StrategyCounters {
+    /// Strategy name to (uses, answers).
+    by: Mutex<BTreeMap<&'static str, (u64, u64)>>,
+}
+
+impl StrategyCounters {
+    /// Counts what answering one question did.
+    pub fn record(&self, planner: kgbox_qa::PlannerKind, result: &kgbox_qa::AskResult) {
+        use kgbox_qa::strategies::StrategyName;
+        if !matches!(
+            planner,
+            kgbox_qa::PlannerKind::Llm | kgbox_qa::PlannerKind::Local
+        ) {
+            return;
+        }
+        let Ok(mut by) = self.by.lock() else {
+            return;
+        };
+        if result.strategies.is_empty() {
+            let c = by.entry(StrategyName::Query.as_str()).or_default();
+            c.0 += 1;
+            c.1 += u64::from(!result.answers.is_empty());
+        }
+        for s in &result.strategies {
+            let c = by.entry(s.name.as_str()).or_default();
+            c.0 += 1;
+            c.1 += u64::from(s.answered);
+        }
+    }
+
+    /// Appends the counters to `out`, every strategy listed.
+    pub fn render(&self, out: &mut String) {
+        let by = self.by.lock().map(|b| b.clone()).unwrap_or_default();
+        type Field = fn(&(u64, u64)) -> u64;
+        let series: [(&str, &str, Field); 2] = [
+            (
+                "kgbox_retrieval_strategy_uses_total",
+                "Retrieval strategies tried for questions planned by an LLM.",
+                |c| c.0,
+            ),
+            (
+                "kgbox_retrieval_strategy_answers_total",
+                "Retrieval strategies whose candidates were in the final answers.",
+                |c| c.1,
+            ),
+        ];
+        for (name, help, get) in series {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+            for s in kgbox_qa::strategies::StrategyName::ALL {
+                let n = by.get(s.as_str()).map_or(0, get);
+                let _ = writeln!(out, "{name}{{strategy=\"{}\"}} {n}", s.as_str());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strategy_counters_list_every_strategy() {
+        let c = StrategyCounters::default();
+        let mut out = String::new();
+        c.render(&mut out);
+        for s in ["query", "paths", "triplets", "final_answer"] {
+            assert!(
+                out.contains(&format!(
+                    "kgbox_retrieval_strategy_uses_total{{strategy=\"{s}\"}} 0"
+                )),
+                "{out}"
+            );
+        }
+        assert!(out.contains("# TYPE kgbox_retrieval_strategy_answers_total counter"));
+    }
+}

@@ -12,6 +12,7 @@ use kgbox_qa::ask::Context;
 use kgbox_qa::llm::audit::AuditLog;
 use kgbox_qa::llm::openai::OpenAiClient;
 use kgbox_qa::llm::ChatBackend;
+use kgbox_qa::rerank::Reranker;
 use kgbox_qa::zeroshot::RelationVectors;
 use kgbox_qa::{AskError, AskOptions, AskResult, Embedder, LearnedPlanner, PlannerKind};
 use kgbox_query::link::LinkOptions;
@@ -30,6 +31,10 @@ pub struct Qa {
     /// The in-process model, when one is configured.
     pub local: Option<Arc<dyn ChatBackend>>,
     pub audit: Arc<AuditLog>,
+    /// The bundle's answer reranker, when it has one and it loaded.
+    pub reranker: Option<Reranker>,
+    /// What the retrieval strategies did, for `/metrics`.
+    pub strategies: crate::metrics::StrategyCounters,
 }
 
 /// One question's settings (request fields over the configuration).
@@ -42,6 +47,10 @@ pub struct AskParams {
     /// Provenance paths per answer.
     pub paths: Option<usize>,
     pub deadline: Option<Instant>,
+    /// Use the bundle's reranker (default: `planner.rerank`).
+    pub rerank: Option<bool>,
+    /// Return the reranker features of the candidates.
+    pub export_features: bool,
 }
 
 impl Qa {
@@ -105,6 +114,7 @@ impl Qa {
             )) as Arc<dyn ChatBackend>
         });
         let local = load_local(cfg)?;
+        let reranker = load_reranker(bundle, cfg, embedder.is_some());
         Ok(Qa {
             learned,
             relvecs,
@@ -112,6 +122,8 @@ impl Qa {
             llm,
             local,
             audit,
+            reranker,
+            strategies: crate::metrics::StrategyCounters::default(),
         })
     }
 
@@ -131,7 +143,14 @@ impl Qa {
             (None, Some(l)) => format!("LLM {}", l.endpoint()),
             (None, None) => "no LLM".into(),
         };
-        format!("{planner}; {llm}")
+        let rerank = match &self.reranker {
+            Some(r) => format!(
+                "reranker ({}, trained on {} questions)",
+                r.meta.model, r.meta.trained_questions
+            ),
+            None => "no reranker".into(),
+        };
+        format!("{planner}; {rerank}; {llm}")
     }
 
     /// Answers a question.
@@ -162,6 +181,10 @@ impl Qa {
             share_context: cfg.llm.share_context,
             max_retries: cfg.planner.max_retries,
             max_relations: cfg.planner.max_relations,
+            rerank: params.rerank.unwrap_or(cfg.planner.rerank),
+            export_features: params.export_features,
+            repair: cfg.planner.repair,
+            strategies: cfg.planner.strategies,
         };
         let link_opts = LinkOptions::default();
         let link = |text: &str| crate::dense::link_text(bundle, &kg, encoder, text, &link_opts);
@@ -179,6 +202,7 @@ impl Qa {
             exec.deadline = params.deadline;
             crate::neural::run_query(&kg, model, q, &limits, &exec, seppr).map(|(a, _)| a)
         };
+        let similarity = crate::dense::name_similarity(bundle, &kg);
         let ctx = Context {
             kg: &kg,
             learned: self.learned.as_ref(),
@@ -187,8 +211,48 @@ impl Qa {
             chat,
             link: &link,
             run: &run,
+            reranker: self.reranker.as_ref(),
+            name_similarity: similarity
+                .as_ref()
+                .map(|f| f as &kgbox_qa::ask::NameSimilarity),
         };
-        kgbox_qa::ask::ask(&ctx, question, &opts)
+        let result = kgbox_qa::ask::ask(&ctx, question, &opts);
+        if let Ok(r) = &result {
+            self.strategies.record(planner, r);
+        }
+        result
+    }
+}
+
+/// Loads the bundle's reranker into the configured engine; one that cannot
+/// be loaded is logged and left out (questions are answered without it).
+fn load_reranker(bundle: &LoadedBundle, cfg: &Config, has_encoder: bool) -> Option<Reranker> {
+    let (meta, onnx) = match (
+        bundle.section(s::RERANK_META),
+        bundle.section(s::RERANK_ONNX),
+    ) {
+        (Some(m), Some(o)) => (m, o),
+        (None, None) => return None,
+        _ => {
+            tracing::error!(
+                "the bundle has only one of {} and {}: no reranker",
+                s::RERANK_META,
+                s::RERANK_ONNX
+            );
+            return None;
+        }
+    };
+    match Reranker::load(meta, onnx, cfg.executor.engine, cfg.executor.device) {
+        Ok(r) => {
+            if r.meta.text_similarity && !has_encoder {
+                tracing::warn!("the reranker was trained with text similarity, but the sentence encoder is not loaded: that feature is 0");
+            }
+            Some(r)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "cannot load the bundle's reranker: answers keep the executor's order");
+            None
+        }
     }
 }
 

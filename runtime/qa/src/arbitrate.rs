@@ -14,6 +14,8 @@ use crate::prompt::{arbitrate_constraint, arbitrate_messages, CandidateInfo};
 pub enum Arbitration {
     /// Score at least `threshold` × the best score.
     Threshold { threshold: f32 },
+    /// The reranker's best, then those with P(correct) at least `cut`.
+    Reranker { cut: f32 },
     /// Chosen by the LLM among `candidates`.
     Llm { candidates: usize },
     /// The LLM's choice was unusable; the threshold cut was used.

@@ -16,6 +16,7 @@ use crate::llm::{ChatBackend, LlmError};
 use crate::llm_planner::{self, LlmPlanError, Rejected};
 use crate::prompt::{CandidateInfo, EntityInfo, RelationInfo};
 use crate::question::{choose_topic, mask, Topic};
+use crate::rerank::{self, RerankInfo, Reranker};
 use crate::train::DEFAULT_THRESHOLD;
 use crate::zeroshot::RelationVectors;
 use crate::Embedder;
@@ -77,6 +78,8 @@ pub enum AskError {
     },
     #[error("the question could not be embedded: {0}")]
     Embed(String),
+    #[error("{0}")]
+    Rerank(#[from] rerank::RerankError),
 }
 
 /// Knobs of one question.
@@ -94,6 +97,17 @@ pub struct AskOptions {
     pub max_retries: usize,
     /// Relations listed to the LLM at most.
     pub max_relations: usize,
+    /// Rerank candidates with the bundle's reranker (when it has one).
+    pub rerank: bool,
+    /// Return every scored candidate's reranker features
+    /// ([`AskResult::features`]), for training a reranker.
+    pub export_features: bool,
+    /// Repair the planned query: relax it when it has no answers, tighten
+    /// it by the other linked entities when it has too many.
+    pub repair: bool,
+    /// The fall-through to other retrieval strategies after a failed or
+    /// low-confidence LLM query ([`crate::strategies`]).
+    pub strategies: crate::strategies::StrategyOptions,
 }
 
 impl Default for AskOptions {
@@ -106,9 +120,16 @@ impl Default for AskOptions {
             share_context: false,
             max_retries: 2,
             max_relations: 300,
+            rerank: true,
+            export_features: false,
+            repair: true,
+            strategies: crate::strategies::StrategyOptions::default(),
         }
     }
 }
+
+/// Cosine similarity of a question embedding to an entity's name vector.
+pub type NameSimilarity<'a> = dyn Fn(&[f32], u32) -> Option<f32> + 'a;
 
 /// What a bundle and its configuration offer to [`ask`].
 pub struct Context<'a, 'k> {
@@ -123,6 +144,11 @@ pub struct Context<'a, 'k> {
     /// Runs a DSL query with the served executor, returning at most
     /// `candidates` answers; `keep_anchors` keeps anchor entities in answers.
     pub run: &'a dyn Fn(&str, usize, bool) -> Result<Answers, QueryError>,
+    /// The bundle's answer reranker.
+    pub reranker: Option<&'a Reranker>,
+    /// Cosine similarity of a question embedding to an entity's name vector
+    /// (the bundle's `kg.dense.*`), for the reranker's text feature.
+    pub name_similarity: Option<&'a NameSimilarity<'a>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -130,6 +156,9 @@ pub struct AskAnswer {
     pub entity: u32,
     pub name: String,
     pub score: f32,
+    /// The reranker's P(correct), when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank_score: Option<f32>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<Vec<[String; 3]>>,
 }
@@ -165,7 +194,10 @@ pub struct StageTimings {
     pub link: f64,
     pub plan: f64,
     pub execute: f64,
+    pub rerank: f64,
     pub arbitrate: f64,
+    /// The fall-through to other retrieval strategies (0 when it did not run).
+    pub strategies: f64,
     pub total: f64,
 }
 
@@ -179,12 +211,28 @@ pub struct AskResult {
     pub planner: PlannerKind,
     pub plan: PlanInfo,
     pub arbitration: Arbitration,
-    /// Candidates the executor found (non-zero score).
+    /// What the reranker did, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<RerankInfo>,
+    /// The reranker's feature rows of the scored candidates (with
+    /// [`AskOptions::export_features`]).
+    #[serde(skip)]
+    pub features: Vec<crate::rerank::apply::CandidateFeatures>,
+    /// What query repair did, when it ran; the answers then come from
+    /// `repair.repaired` (when one was found), not from `query`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repair: Option<kgbox_query::repair::RepairReport>,
+    /// Candidates the executor found (non-zero score), or those the
+    /// retrieval strategies gathered when they found the answers.
     pub candidates: usize,
+    /// The retrieval strategies tried after a failed or low-confidence LLM
+    /// query, in order (empty when the query was enough).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub strategies: Vec<crate::strategies::StrategyReport>,
     pub timings_ms: StageTimings,
 }
 
-fn ms(t: Instant) -> f64 {
+pub(crate) fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
@@ -268,6 +316,8 @@ pub fn ask(
     let t = Instant::now();
     let mut plan = PlanInfo::default();
     let mut keep_anchors = false;
+    // The planner's question embedding, reused by the reranker.
+    let mut question_vec: Option<Vec<f32>> = None;
     let threshold = ctx
         .learned
         .map(|l| l.meta.answer_threshold)
@@ -292,6 +342,7 @@ pub fn ask(
             } else {
                 None
             };
+            question_vec.clone_from(&embedding);
             match (ctx.learned, ctx.relvecs, &embedding) {
                 (Some(learned), _, _) => {
                     let x = featurize(ctx.kg, &masked, topic.entity, embedding.as_deref(), learned.spec());
@@ -343,19 +394,67 @@ pub fn ask(
     let plan_ms = ms(t);
 
     let t = Instant::now();
-    let found =
+    let mut found =
         (ctx.run)(&query, opts.candidates.max(opts.top_k), keep_anchors).map_err(|error| {
             AskError::Query {
                 query: query.clone(),
                 error: Box::new(error),
             }
         })?;
+    let repair = if opts.repair {
+        let topic_id = topic.as_ref().map(|t| t.entity);
+        let with: Vec<u32> = linked
+            .iter()
+            .map(|l| l.entity)
+            .filter(|&e| Some(e) != topic_id)
+            .collect();
+        let n = opts.candidates.max(opts.top_k);
+        crate::query_repair::repair_found(ctx, &query, n, keep_anchors, &with, &mut found)?
+    } else {
+        None
+    };
     let execute_ms = ms(t);
+
+    // A failed or low-confidence LLM query falls through to the other
+    // retrieval strategies; answers they find skip the reranker and the
+    // arbitrator (their final answer call chose them).
+    let t = Instant::now();
+    let first = crate::strategies::FirstQuery {
+        llm_calls: plan.attempts.unwrap_or(0),
+        ms: plan_ms + execute_ms,
+        threshold,
+        topic: topic.as_ref().map(|t| t.entity),
+    };
+    let fell = crate::strategies::after_query(ctx, opts, question, &linked, &found, first);
+    let mut preset = None;
+    if let Some(a) = fell.answer {
+        found = a.found;
+        preset = Some((a.chosen, a.arbitration));
+    }
+    let strategies_ms = ms(t);
+
+    let t = Instant::now();
+    let reranked = if preset.is_some() {
+        crate::rerank::apply::Reranked::default()
+    } else {
+        crate::rerank::apply::rerank_candidates(
+            ctx,
+            opts,
+            question,
+            topic.as_ref(),
+            &linked,
+            question_vec,
+            &mut found,
+        )?
+    };
+    let rerank_ms = ms(t);
 
     let t = Instant::now();
     let scores: Vec<f32> = found.answers.iter().map(|a| a.score).collect();
     let use_llm = opts.llm_arbitrate && ctx.chat.is_some() && !found.answers.is_empty();
-    let (chosen, arbitration) = if use_llm {
+    let (chosen, arbitration) = if let Some(preset) = preset {
+        preset
+    } else if use_llm {
         let candidates: Vec<CandidateInfo> = found
             .answers
             .iter()
@@ -400,19 +499,31 @@ pub fn ask(
                 Arbitration::Threshold { threshold },
             ),
         }
+    } else if let Some((probs, cut)) = &reranked.probabilities {
+        (
+            rerank::cut(probs, &scores, *cut, threshold, opts.top_k),
+            Arbitration::Reranker { cut: *cut },
+        )
     } else {
         (
             threshold_cut(&scores, threshold, opts.top_k),
             Arbitration::Threshold { threshold },
         )
     };
+    let probability = |i: usize| {
+        reranked
+            .probabilities
+            .as_ref()
+            .and_then(|(p, _)| p.get(i).copied())
+    };
     let answers = chosen
         .into_iter()
-        .filter_map(|i| found.answers.get(i))
-        .map(|a| AskAnswer {
+        .filter_map(|i| found.answers.get(i).map(|a| (i, a)))
+        .map(|(i, a)| AskAnswer {
             entity: a.entity,
             name: ctx.kg.entity_name(a.entity).unwrap_or("?").to_string(),
             score: a.score,
+            rerank_score: probability(i),
             paths: a.paths.iter().map(|p| name_path(ctx.kg, p)).collect(),
         })
         .collect();
@@ -425,12 +536,18 @@ pub fn ask(
         planner,
         plan,
         arbitration,
+        rerank: reranked.info,
+        features: reranked.features,
+        repair,
         candidates: found.total,
+        strategies: fell.reports,
         timings_ms: StageTimings {
             link: link_ms,
             plan: plan_ms,
             execute: execute_ms,
+            rerank: rerank_ms,
             arbitrate: arbitrate_ms,
+            strategies: strategies_ms,
             total: ms(t_all),
         },
     })

@@ -128,6 +128,191 @@ pub fn arbitrate_messages(
     ]
 }
 
+/// The relation paths that exist from one linked entity, as the path
+/// strategy offers them (relation names only, never the entities reached).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EntityPaths {
+    /// The entity's name.
+    pub name: String,
+    /// Each path as `r1 -> r2`.
+    pub paths: Vec<String>,
+}
+
+/// How one offered path is written in the prompt and chosen in the reply.
+pub fn path_choice(entity: &str, path: &str) -> String {
+    format!("{entity}: {path}")
+}
+
+/// A reply schema `{"FIELD": [one of `choices`, ...]}` (plus `extra`
+/// string-enum fields), so constrained decoding can only name offered items.
+fn choice_schema(
+    name: &str,
+    field: &str,
+    choices: &[String],
+    extra: &[(&str, &[&str])],
+) -> Constraint {
+    let mut properties = serde_json::Map::new();
+    properties.insert(
+        field.to_string(),
+        json!({"type": "array", "items": {"type": "string", "enum": choices}}),
+    );
+    let mut required = vec![field.to_string()];
+    for (key, values) in extra {
+        properties.insert(key.to_string(), json!({"type": "string", "enum": values}));
+        required.push(key.to_string());
+    }
+    Constraint::JsonSchema {
+        name: name.into(),
+        schema: json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": false,
+        }),
+    }
+}
+
+fn push_entities(user: &mut String, entities: &[EntityInfo]) {
+    user.push_str("Entities in the question:\n");
+    if entities.is_empty() {
+        user.push_str("- (none found)\n");
+    }
+    for e in entities {
+        user.push_str(&format!("- \"{}\" (written \"{}\")\n", e.name, e.mention));
+    }
+}
+
+fn push_relations(user: &mut String, relations: &[RelationInfo]) {
+    for r in relations {
+        match &r.description {
+            Some(d) => user.push_str(&format!("- {}: {}\n", r.name, d)),
+            None => user.push_str(&format!("- {}\n", r.name)),
+        }
+    }
+}
+
+const EXPLORE_GUIDE: &str =
+    "You answer questions by exploring a knowledge graph from the entities \
+of the question. A relation leads from an entity to others; relation_inv follows a relation \
+backwards (from its tail to its head).";
+
+/// The path strategy's reply schema: the chosen `choices` (see [`path_choice`]).
+pub fn paths_constraint(choices: &[String]) -> Constraint {
+    choice_schema("kgbox_paths", "paths", choices, &[])
+}
+
+/// The path strategy's messages: choose, among the relation paths that
+/// exist from the question's entities, those whose ends answer it.
+/// `relations` describes the relations the paths use.
+pub fn paths_messages(
+    question: &str,
+    entities: &[EntityInfo],
+    offered: &[EntityPaths],
+    relations: &[RelationInfo],
+) -> Vec<Message> {
+    let mut user = format!("Question: {question}\n");
+    push_entities(&mut user, entities);
+    user.push_str("Relation paths that exist from these entities:\n");
+    for e in offered {
+        for p in &e.paths {
+            user.push_str(&format!("- {}\n", path_choice(&e.name, p)));
+        }
+    }
+    if relations.iter().any(|r| r.description.is_some()) {
+        user.push_str("The relations:\n");
+        push_relations(&mut user, relations);
+    }
+    user.push_str(
+        "Choose the paths (at most 3, written exactly as listed) whose end entities answer the \
+         question. Reply with JSON {\"paths\": [\"...\"]}, an empty list if none does.",
+    );
+    vec![Message::system(EXPLORE_GUIDE), Message::user(user)]
+}
+
+/// The triplet strategy's reply schema: relations among `choices`, and
+/// whether the entities they reach answer the question.
+pub fn triplets_constraint(choices: &[String]) -> Constraint {
+    choice_schema(
+        "kgbox_relations",
+        "relations",
+        choices,
+        &[("reached_answer", &["yes", "no"])],
+    )
+}
+
+/// One step of the triplet strategy: the relations chosen at each earlier
+/// step, the relations leaving the entities reached now, and (only with
+/// context sharing; the caller passes none otherwise) facts found so far.
+pub fn triplets_messages(
+    question: &str,
+    entities: &[EntityInfo],
+    steps: &[Vec<String>],
+    available: &[RelationInfo],
+    facts: &[String],
+) -> Vec<Message> {
+    let mut user = format!("Question: {question}\n");
+    push_entities(&mut user, entities);
+    if steps.is_empty() {
+        user.push_str("Followed so far: nothing; the exploration starts at these entities.\n");
+    } else {
+        user.push_str("Followed so far:\n");
+        for (i, s) in steps.iter().enumerate() {
+            user.push_str(&format!("- step {}: {}\n", i + 1, s.join(", ")));
+        }
+    }
+    if !facts.is_empty() {
+        user.push_str("Facts found so far:\n");
+        for f in facts {
+            user.push_str(&format!("- {f}\n"));
+        }
+    }
+    user.push_str("Relations leading on from the entities reached:\n");
+    push_relations(&mut user, available);
+    user.push_str(
+        "Choose the relations to follow next (names exactly as listed; an empty list if none \
+         helps). Set \"reached_answer\" to \"yes\" if the entities reached by following them \
+         answer the question, \"no\" if more steps are needed. Reply with JSON \
+         {\"relations\": [\"...\"], \"reached_answer\": \"yes\"}.",
+    );
+    vec![Message::system(EXPLORE_GUIDE), Message::user(user)]
+}
+
+/// The final answer's reply schema: names among `names`, possibly none.
+pub fn final_answer_constraint(names: &[String]) -> Constraint {
+    choice_schema("kgbox_final_answer", "answers", names, &[])
+}
+
+/// The final answer's messages: choose among the candidates the
+/// strategies gathered (their paths only when context is shared).
+pub fn final_answer_messages(
+    question: &str,
+    candidates: &[CandidateInfo],
+    share_context: bool,
+) -> Vec<Message> {
+    let mut user = format!(
+        "Question: {question}\nCandidate answers found by exploring the knowledge graph from the \
+         question's entities (name, score):\n"
+    );
+    for c in candidates {
+        user.push_str(&format!("- {} ({:.3})\n", c.name, c.score));
+        if share_context {
+            for path in &c.context {
+                user.push_str(&format!("    because: {path}\n"));
+            }
+        }
+    }
+    user.push_str(
+        "Choose the candidates that answer the question (names exactly as listed). Reply with \
+         JSON {\"answers\": [\"...\"]}, an empty list if none does.",
+    );
+    vec![
+        Message::system(
+            "You pick the final answers to a question from candidates found in a knowledge graph.",
+        ),
+        Message::user(user),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,5 +346,51 @@ mod tests {
         assert_eq!(m[0].role, "system");
         assert!(m[1].content.contains("- \"Alien\""));
         assert!(m[1].content.contains("- directed_by: film to director"));
+    }
+
+    #[test]
+    fn strategy_schemas_name_only_offered_items_and_make_grammars() {
+        let choices = vec![path_choice("Alien", "directed_by -> directed_by_inv")];
+        for c in [
+            paths_constraint(&choices),
+            triplets_constraint(&["directed_by".into(), "directed_by_inv".into()]),
+            final_answer_constraint(&["Ridley Scott".into()]),
+        ] {
+            let Constraint::JsonSchema { schema, .. } = &c else {
+                panic!("a schema")
+            };
+            let grammar = crate::llm::gbnf::json_schema_to_gbnf(schema).expect("grammar");
+            assert!(grammar.contains("root ::="), "{grammar}");
+        }
+        let Constraint::JsonSchema { schema, .. } = paths_constraint(&choices) else {
+            panic!("a schema")
+        };
+        assert_eq!(
+            schema["properties"]["paths"]["items"]["enum"][0],
+            "Alien: directed_by -> directed_by_inv"
+        );
+        let m = triplets_messages(
+            "who directed [Alien]",
+            &[],
+            &[vec!["directed_by".into()]],
+            &[RelationInfo {
+                name: "directed_by_inv".into(),
+                description: None,
+            }],
+            &[],
+        );
+        assert!(m[1].content.contains("- step 1: directed_by\n"));
+        assert!(!m[1].content.contains("Facts found"));
+        let c = [CandidateInfo {
+            name: "Ridley Scott".into(),
+            score: 1.0,
+            context: vec!["Alien -[directed_by]-> Ridley Scott".into()],
+        }];
+        assert!(!final_answer_messages("q", &c, false)[1]
+            .content
+            .contains("-[directed_by]->"));
+        assert!(final_answer_messages("q", &c, true)[1]
+            .content
+            .contains("-[directed_by]->"));
     }
 }

@@ -355,6 +355,23 @@ impl<'a> DenseIndex<'a> {
         self.len() == 0
     }
 
+    /// Cosine similarity of `query` to `entity`'s vector (dequantized).
+    pub fn cosine(&self, query: &[f32], entity: u32) -> Option<f32> {
+        if query.len() != self.dim {
+            return None;
+        }
+        let start = (entity as usize).checked_mul(self.dim)?;
+        let v = self.vectors.get(start..start + self.dim)?;
+        let (mut dot, mut norm, mut qn) = (0f32, 0f32, 0f32);
+        for (&q, &b) in query.iter().zip(v) {
+            let x = f32::from(b as i8);
+            dot += q * x;
+            norm += x * x;
+            qn += q * q;
+        }
+        (norm > 0.0 && qn > 0.0).then(|| dot / (norm.sqrt() * qn.sqrt()))
+    }
+
     /// The `k` entities nearest to the unit vector `query`, nearest first, with
     /// their Euclidean distance `sqrt(2 - 2·cos)` (the stored vectors are
     /// dequantized and re-normalized for the cosine).

@@ -19,6 +19,7 @@ pub mod parse;
 pub mod plan;
 pub mod probe;
 pub mod render;
+pub mod repair;
 pub mod retrieve;
 pub mod run;
 pub mod translate;

@@ -12,6 +12,7 @@ use kgbox_qa::{AskResult, PlannerKind};
 use serde::Serialize;
 
 use super::eval::quantile;
+use super::features;
 
 /// What `ask` and `eval qa` share: the bundle, its encoder and model, the
 /// planner set-up, and the effective configuration.
@@ -95,6 +96,32 @@ pub fn render(r: &AskResult, executor: kgbox_query::Executor) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "query:     {}", r.query);
     let _ = writeln!(out, "planner:   {}   executor: {executor}", r.planner);
+    if let Some(rep) = &r.repair {
+        let _ = writeln!(
+            out,
+            "repair:    {} -> {} ({} edits, {} -> {} answers)",
+            rep.kind,
+            rep.repaired.as_deref().unwrap_or("nothing found"),
+            rep.edits.len(),
+            rep.answers_before,
+            rep.answers_after
+        );
+    }
+    if !r.strategies.is_empty() {
+        let tried: Vec<String> = r
+            .strategies
+            .iter()
+            .map(|s| {
+                let answered = if s.answered { ", answered" } else { "" };
+                format!(
+                    "{} ({} candidates{answered})",
+                    s.name.as_str(),
+                    s.candidates
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "strategies: {}", tried.join(" -> "));
+    }
     for l in &r.linked {
         let _ = writeln!(
             out,
@@ -213,6 +240,12 @@ pub struct EvalQaArgs {
     pub top_k: usize,
     pub planner: Option<PlannerKind>,
     pub json: bool,
+    /// Answer without the bundle's reranker.
+    pub no_rerank: bool,
+    /// Write every scored candidate's reranker features here (TSV).
+    pub export_features: Option<PathBuf>,
+    /// Use this reranker (PREFIX.onnx and PREFIX.json) instead of the bundle's.
+    pub reranker: Option<PathBuf>,
     pub source: super::BundleArgs,
     pub exec: super::ExecArgs,
 }
@@ -238,6 +271,14 @@ pub struct QaReport {
     pub planner: String,
     pub executor: String,
     pub seppr_k: usize,
+    /// Whether the reranker ran (`on`), was turned off, or the bundle has none.
+    pub rerank: &'static str,
+    /// Questions whose best answer the reranker changed.
+    pub rerank_changed_top: usize,
+    /// Questions with a gold answer among the candidates the reranker sees:
+    /// its ceiling (when features were computed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gold_in_candidates: Option<f64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub first_errors: Vec<String>,
 }
@@ -250,8 +291,28 @@ fn latency(mut v: Vec<f64>) -> StageLatency {
     }
 }
 
+/// A reranker from `models/reranker/train.py`'s files, to try before packing it.
+fn load_reranker_files(prefix: &Path, cfg: &Config) -> Result<kgbox_qa::rerank::Reranker> {
+    let file = |ext: &str| {
+        let mut p = prefix.as_os_str().to_owned();
+        p.push(ext);
+        let p = PathBuf::from(p);
+        std::fs::read(&p).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))
+    };
+    kgbox_qa::rerank::Reranker::load(
+        &file(".json")?,
+        &file(".onnx")?,
+        cfg.executor.engine,
+        cfg.executor.device,
+    )
+    .map_err(|e| anyhow::anyhow!("the reranker {} cannot be used: {e}", prefix.display()))
+}
+
 pub fn eval_qa(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
-    let s = session(cfg, &args.source, &args.exec, args.planner)?;
+    let mut s = session(cfg, &args.source, &args.exec, args.planner)?;
+    if let Some(prefix) = &args.reranker {
+        s.qa.reranker = Some(load_reranker_files(prefix, &s.cfg)?);
+    }
     let mut gold = read_questions(&args.questions, args.format)?;
     if let Some(n) = args.limit {
         gold.truncate(n);
@@ -269,19 +330,35 @@ pub fn eval_qa(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
     let params = AskParams {
         top_k: Some(args.top_k),
         paths: Some(0),
+        rerank: Some(!args.no_rerank),
+        // The features of the candidates the reranker sees also give the
+        // ceiling figure; without a reranker they are computed only for
+        // the export, so the latencies stay those of the pipeline.
+        export_features: args.export_features.is_some()
+            || (s.qa.reranker.is_some() && !args.no_rerank),
         ..AskParams::default()
+    };
+    let mut export = match &args.export_features {
+        Some(path) => Some(features::Export::create(path, &s.bundle)?),
+        None => None,
     };
     let mut r = QaReport {
         questions: args.questions.display().to_string(),
         n: gold.len(),
         planner: s.cfg.planner.kind.to_string(),
+        rerank: match (&s.qa.reranker, args.no_rerank) {
+            (None, _) => "absent",
+            (Some(_), true) => "off",
+            (Some(_), false) => "on",
+        },
         executor: s.cfg.executor.mode.to_string(),
         seppr_k: s.cfg.executor.seppr_k,
         ..QaReport::default()
     };
     let (mut h1, mut f1) = (0usize, 0.0f64);
-    let mut stage: [Vec<f64>; 5] = Default::default();
-    for q in &gold {
+    let mut stage: [Vec<f64>; 6] = Default::default();
+    let mut gold_seen = 0usize;
+    for (qid, q) in gold.iter().enumerate() {
         bar.inc(1);
         let res = match s.ask(&q.question, &params) {
             Ok(res) => res,
@@ -297,11 +374,19 @@ pub fn eval_qa(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
             }
         };
         let t = res.timings_ms;
-        for (v, x) in stage
-            .iter_mut()
-            .zip([t.link, t.plan, t.execute, t.arbitrate, t.total])
+        for (v, x) in
+            stage
+                .iter_mut()
+                .zip([t.link, t.plan, t.execute, t.rerank, t.arbitrate, t.total])
         {
             v.push(x);
+        }
+        let kg = s.bundle.kg()?;
+        let is_gold = |e: u32| kg.entity_name(e).is_some_and(|n| q.answers.contains(n));
+        gold_seen += usize::from(res.features.iter().any(|f| is_gold(f.entity)));
+        r.rerank_changed_top += usize::from(res.rerank.as_ref().is_some_and(|i| i.changed_top));
+        if let Some(export) = &mut export {
+            export.write(qid, q.line, &res.features, &is_gold)?;
         }
         let names: Vec<&str> = res.answers.iter().map(|a| a.name.as_str()).collect();
         h1 += usize::from(names.first().is_some_and(|n| q.answers.contains(*n)));
@@ -313,16 +398,24 @@ pub fn eval_qa(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
         }
     }
     bar.finish_and_clear();
+    if let Some(export) = export {
+        let (path, rows) = export.finish()?;
+        eprintln!("wrote {rows} feature rows to {}", path.display());
+    }
     let n = gold.len().max(1) as f64;
+    if params.export_features {
+        r.gold_in_candidates = Some(gold_seen as f64 / n);
+    }
     r.hits_at_1 = h1 as f64 / n;
     r.f1 = f1 / n;
-    let [link, plan, execute, arbitrate, total] = stage;
+    let [link, plan, execute, rerank, arbitrate, total] = stage;
     let total = latency(total);
     r.p50_ms = total.p50_ms;
     r.p95_ms = total.p95_ms;
     r.stages.insert("link", latency(link));
     r.stages.insert("plan", latency(plan));
     r.stages.insert("execute", latency(execute));
+    r.stages.insert("rerank", latency(rerank));
     r.stages.insert("arbitrate", latency(arbitrate));
     r.stages.insert("total", total);
     if args.json {
@@ -334,6 +427,13 @@ pub fn eval_qa(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
         r.questions, r.n, r.errors, r.no_entity, r.planner, r.executor
     );
     println!("Hits@1 {:.4}  F1 {:.4}", r.hits_at_1, r.f1);
+    println!(
+        "reranker {}: best answer changed on {} questions",
+        r.rerank, r.rerank_changed_top
+    );
+    if let Some(g) = r.gold_in_candidates {
+        println!("a gold answer among the reranked candidates: {g:.4}");
+    }
     println!("latency ms          p50        p95");
     for (name, l) in &r.stages {
         println!("  {name:<10} {:>10.3} {:>10.3}", l.p50_ms, l.p95_ms);

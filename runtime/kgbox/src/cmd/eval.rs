@@ -80,7 +80,7 @@ pub fn data_lines(path: &Path) -> Result<Vec<(usize, String)>> {
         .collect())
 }
 
-fn read_gold(path: &Path) -> Result<Vec<(usize, String, HashSet<String>)>> {
+pub fn read_gold(path: &Path) -> Result<Vec<(usize, String, HashSet<String>)>> {
     let mut out = Vec::new();
     for (n, line) in data_lines(path)? {
         let (query, answers) = line.split_once('\t').with_context(|| {

@@ -3,9 +3,11 @@
 pub mod ask;
 pub mod config;
 pub mod eval;
+pub mod features;
 pub mod install;
 pub mod kgc;
 pub mod query;
+pub mod repair;
 pub mod serve;
 pub mod status;
 pub mod verify;

@@ -11,8 +11,56 @@ pub struct QueryArgs {
     pub json: bool,
     /// Print the query in this language instead of running it.
     pub render: Option<kgbox_query::render::Language>,
+    pub repair: RepairArgs,
     pub source: super::BundleArgs,
     pub exec: super::ExecArgs,
+}
+
+/// `--repair`, `--tighten`, `--max-answers`, `--tighten-with`: query repair
+/// (docs/query-language.md, "Query repair").
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RepairArgs {
+    /// auto: relax a query with no answers (and tighten with --tighten); off.
+    #[arg(long, default_value = "auto")]
+    pub repair: kgbox_query::repair::RepairMode,
+    /// Tighten a query with more than --max-answers answers.
+    #[arg(long)]
+    pub tighten: bool,
+    /// Answers a tightened query keeps at most.
+    #[arg(long, default_value_t = 50)]
+    pub max_answers: usize,
+    /// An entity a tightening constrains the answers by first; repeatable.
+    #[arg(long, value_name = "ENTITY")]
+    pub tighten_with: Vec<String>,
+}
+
+impl RepairArgs {
+    /// The repair options, `None` with `--repair off`.
+    pub fn options(&self) -> Option<kgbox_query::repair::RepairOptions> {
+        (self.repair == kgbox_query::repair::RepairMode::Auto).then(|| {
+            kgbox_query::repair::RepairOptions {
+                tighten: self.tighten || !self.tighten_with.is_empty(),
+                max_answers: self.max_answers.max(1),
+                ..Default::default()
+            }
+        })
+    }
+}
+
+/// `names` (or `#id`s) as entity ids.
+fn resolve_names(kg: &kgbox_bundle::Kg<'_>, names: &[String]) -> Result<Vec<u32>> {
+    use kgbox_query::ast::{EntityRef, Span};
+    names
+        .iter()
+        .map(|name| {
+            let entity = match name.strip_prefix('#').and_then(|d| d.parse::<u32>().ok()) {
+                Some(id) => EntityRef::Id(id),
+                None => EntityRef::Name(name.clone()),
+            };
+            kgbox_query::bind::resolve_entity(kg, &entity, Span::new(0, name.len()), name)
+                .map_err(|d| anyhow::anyhow!("{d}"))
+        })
+        .collect()
 }
 
 pub fn run(cfg: &Config, args: &QueryArgs) -> Result<()> {
@@ -44,14 +92,33 @@ pub fn run(cfg: &Config, args: &QueryArgs) -> Result<()> {
     let exec = args.exec.apply(&cfg.executor);
     opts.executor = exec.mode;
     let model = super::load_model(&bundle, &exec, false)?;
-    let (answers, timings) = kgbox::neural::run_query(
-        &kg,
-        model.as_ref(),
-        &args.query,
-        &cfg.query.parse_limits(),
-        &opts,
-        exec.seppr(exec.seppr_k),
-    )?;
+    let run = |text: &str| {
+        kgbox::neural::run_query(
+            &kg,
+            model.as_ref(),
+            text,
+            &cfg.query.parse_limits(),
+            &opts,
+            exec.seppr(exec.seppr_k),
+        )
+    };
+    let (mut answers, mut timings) = run(&args.query)?;
+    let mut report = None;
+    if let Some(ropts) = args.repair.options() {
+        let with = resolve_names(&kg, &args.repair.tighten_with)?;
+        report = kgbox_query::repair::repair_text(
+            &kg,
+            &args.query,
+            answers.total,
+            &with,
+            &cfg.query.parse_limits(),
+            &opts,
+            &ropts,
+        )?;
+        if let Some(text) = report.as_ref().and_then(|r| r.repaired.as_deref()) {
+            (answers, timings) = run(text)?;
+        }
+    }
     let name = |e: u32| kg.entity_name(e).unwrap_or("?").to_string();
     if args.json {
         let out: Vec<_> = answers
@@ -68,11 +135,17 @@ pub fn run(cfg: &Config, args: &QueryArgs) -> Result<()> {
             .collect();
         println!(
             "{}",
-            serde_json::to_string_pretty(
-                &serde_json::json!({"answers": out, "total": answers.total, "executor": exec.mode})
-            )?
+            serde_json::to_string_pretty(&serde_json::json!({
+                "answers": out,
+                "total": answers.total,
+                "executor": exec.mode,
+                "repair": report,
+            }))?
         );
         return Ok(());
+    }
+    if let Some(r) = &report {
+        print_repair(r);
     }
     println!(
         "{} answers ({} shown, {} executor), {} edges visited, {:.3} ms",
@@ -102,6 +175,29 @@ pub fn run(cfg: &Config, args: &QueryArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A repair report, as text.
+fn print_repair(r: &kgbox_query::repair::RepairReport) {
+    match &r.repaired {
+        Some(q) => println!(
+            "repair ({}): {} answers -> {}: {q}",
+            r.kind, r.answers_before, r.answers_after
+        ),
+        None => println!(
+            "repair ({}): no candidate qualified ({} examined{})",
+            r.kind,
+            r.candidates,
+            if r.exhausted {
+                ", search limit reached"
+            } else {
+                ""
+            }
+        ),
+    }
+    for e in &r.edits {
+        println!("  {e}");
+    }
 }
 
 /// `kgbox link`.

@@ -317,6 +317,7 @@ impl Config {
                 "planner.top_k and planner.candidates must be at least 1".into(),
             ));
         }
+        p.strategies.check().map_err(Error::Config)?;
         if l.mode != LlmMode::Off && l.endpoint.is_none() && l.local_model.is_none() {
             return Err(Error::Config(format!(
                 "llm.mode = \"{}\" needs llm.endpoint or llm.local_model",

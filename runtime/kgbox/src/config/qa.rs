@@ -21,6 +21,14 @@ pub struct PlannerConfig {
     pub max_retries: usize,
     /// LLM planner: relations listed in the prompt at most.
     pub max_relations: usize,
+    /// Rerank candidates with the bundle's answer reranker, when it has one.
+    pub rerank: bool,
+    /// Repair the planned query: relax it when it has no answers, tighten it
+    /// by the question's other entities when it has too many.
+    pub repair: bool,
+    /// `[planner.strategies]`: the fall-through to path following, triplet
+    /// retrieval and a final answer when the LLM's query fails.
+    pub strategies: kgbox_qa::strategies::StrategyOptions,
 }
 
 impl Default for PlannerConfig {
@@ -32,6 +40,9 @@ impl Default for PlannerConfig {
             candidates: d.candidates,
             max_retries: d.max_retries,
             max_relations: d.max_relations,
+            rerank: d.rerank,
+            repair: d.repair,
+            strategies: d.strategies,
         }
     }
 }

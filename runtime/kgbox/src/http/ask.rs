@@ -33,6 +33,8 @@ pub struct AskRequest {
     pub seppr_k: Option<usize>,
     /// Provenance paths per answer: `true` (the configured number), `false`, or a number.
     pub paths: Option<PathsParam>,
+    /// Rerank with the bundle's reranker (default: `planner.rerank`).
+    pub rerank: Option<bool>,
 }
 
 fn bad_request(message: impl Into<String>) -> ApiError {
@@ -63,6 +65,9 @@ pub fn ask_error(e: AskError) -> ApiError {
         }
         AskError::Embed(_) => {
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "embed_failed", message)
+        }
+        AskError::Rerank(_) => {
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "rerank_failed", message)
         }
     }
 }
@@ -122,6 +127,8 @@ pub async fn ask(
         seppr_k: req.seppr_k,
         paths,
         deadline: Some(Instant::now() + state.request_timeout),
+        rerank: req.rerank,
+        export_features: false,
     };
     let config = state.config.clone();
     let result = tokio::task::spawn_blocking(move || {

@@ -258,6 +258,7 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
         state.started.elapsed().as_secs_f64(),
     );
     llm_metrics(&mut out, &served.qa.audit.stats());
+    served.qa.strategies.render(&mut out);
     state.mqtt_stats.render(&mut out);
     if let Some(rss) = resident_bytes() {
         gauge(

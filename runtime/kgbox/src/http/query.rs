@@ -11,6 +11,7 @@ use kgbox_bundle::Kg;
 use kgbox_query::ast::{EntityRef, Span};
 use kgbox_query::exec::Triple;
 use kgbox_query::link::LinkOptions;
+use kgbox_query::repair::{RepairMode, RepairOptions, RepairReport};
 use kgbox_query::retrieve::{retrieve, RetrieveOptions, MAX_HOPS};
 use kgbox_query::{DiagKind, Diagnostic, ExecError, QueryError};
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,20 @@ pub struct QueryRequest {
     /// path pattern) or `sparql` (a basic graph pattern); see
     /// docs/query-language.md.
     pub language: Option<QueryLanguage>,
+    /// Query repair (docs/query-language.md, "Query repair"): `auto`
+    /// (default) relaxes a query with no answers, and tightens one with
+    /// more than `max_answers` when `tighten` or `max_answers` is given;
+    /// `off` never repairs.
+    #[serde(default)]
+    pub repair: RepairMode,
+    /// Tighten a query with more than `max_answers` answers.
+    #[serde(default)]
+    pub tighten: bool,
+    /// Answers a tightened query keeps at most (default 50); implies `tighten`.
+    pub max_answers: Option<usize>,
+    /// Entities (names or `#id`) a tightening constrains the answers by first.
+    #[serde(default)]
+    pub tighten_with: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -105,6 +120,10 @@ pub struct QueryResponse {
     /// The DSL an openCypher or SPARQL query was translated to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub translated: Option<String>,
+    /// What query repair did, when it ran; the answers are then those of
+    /// `repair.repaired` (when a repaired query was found).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repair: Option<RepairReport>,
 }
 
 /// Turns a JSON body rejection into our error envelope.
@@ -237,20 +256,56 @@ fn run_query(
     opts.exclude_anchors = !req.include_anchors;
     opts.deadline = Some(Instant::now() + state.request_timeout);
     opts.executor = executor;
+    let repair = repair_options(&req, cfg.max_top_k)?;
     let kg = kg_of(served)?;
     let t = Instant::now();
-    let (answers, timings) = crate::neural::run_query(
-        &kg,
-        served.model.as_deref(),
-        &req.query,
-        &cfg.parse_limits(),
-        &opts,
-        served.executor.seppr(seppr_k),
-    )
-    .map_err(|e| match e {
-        QueryError::Invalid(d) => diagnostic_error(&d),
-        QueryError::Exec(e) => exec_error(&e),
-    })?;
+    let run = |text: &str| {
+        crate::neural::run_query(
+            &kg,
+            served.model.as_deref(),
+            text,
+            &cfg.parse_limits(),
+            &opts,
+            served.executor.seppr(seppr_k),
+        )
+        .map_err(|e| match e {
+            QueryError::Invalid(d) => diagnostic_error(&d),
+            QueryError::Exec(e) => exec_error(&e),
+        })
+    };
+    let (mut answers, mut timings) = run(&req.query)?;
+    let mut report = None;
+    let mut repair_ms = None;
+    if let Some(ropts) = repair {
+        let tr = Instant::now();
+        if req.tighten_with.len() > 100 {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                "tighten_with lists at most 100 entities",
+            ));
+        }
+        let with = resolve_names(&kg, &req.tighten_with)?;
+        let r = kgbox_query::repair::repair_text(
+            &kg,
+            &req.query,
+            answers.total,
+            &with,
+            &cfg.parse_limits(),
+            &opts,
+            &ropts,
+        )
+        .map_err(|e| match e {
+            kgbox_query::repair::RepairError::Invalid(d) => diagnostic_error(&d),
+            kgbox_query::repair::RepairError::Exec(e) => exec_error(&e),
+        })?;
+        if let Some(text) = r.as_ref().and_then(|r| r.repaired.clone()) {
+            (answers, timings) = run(&text)?;
+            req.query = text;
+        }
+        report = r;
+        repair_ms = Some(ms(tr.elapsed()));
+    }
     let wire = answers
         .answers
         .iter()
@@ -288,6 +343,7 @@ fn run_query(
         answers: wire,
         rendered,
         translated,
+        repair: report,
         total: answers.total,
         edge_visits: answers.edge_visits,
         executor,
@@ -295,9 +351,47 @@ fn run_query(
             "parse": ms(timings.parse),
             "bind": ms(timings.bind),
             "execute": ms(timings.execute),
+            "repair": repair_ms,
             "total": ms(t.elapsed()),
         }),
     })
+}
+
+/// The repair a request asks for: `None` with `"repair": "off"`.
+fn repair_options(req: &QueryRequest, max_top_k: usize) -> Result<Option<RepairOptions>, ApiError> {
+    if req.repair == RepairMode::Off {
+        return Ok(None);
+    }
+    let mut o = RepairOptions {
+        tighten: req.tighten || req.max_answers.is_some() || !req.tighten_with.is_empty(),
+        ..RepairOptions::default()
+    };
+    if let Some(m) = req.max_answers {
+        if m == 0 || m > max_top_k {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                format!("max_answers must be between 1 and {max_top_k}"),
+            ));
+        }
+        o.max_answers = m;
+    }
+    Ok(Some(o))
+}
+
+/// Entity names (or `#id`), resolved like the entities of a query.
+fn resolve_names(kg: &Kg<'_>, names: &[String]) -> Result<Vec<u32>, ApiError> {
+    names
+        .iter()
+        .map(|name| {
+            let entity = match name.strip_prefix('#').and_then(|d| d.parse::<u32>().ok()) {
+                Some(id) => EntityRef::Id(id),
+                None => EntityRef::Name(name.clone()),
+            };
+            kgbox_query::bind::resolve_entity(kg, &entity, Span::new(0, name.len()), name)
+                .map_err(|d| diagnostic_error(&d))
+        })
+        .collect()
 }
 
 #[derive(Debug, Deserialize)]
@@ -412,16 +506,7 @@ pub async fn retrieve_subgraph(
     }
     let served = state.served();
     let kg = kg_of(&served)?;
-    let mut seeds = Vec::new();
-    for name in &req.entities {
-        let entity = match name.strip_prefix('#').and_then(|d| d.parse::<u32>().ok()) {
-            Some(id) => EntityRef::Id(id),
-            None => EntityRef::Name(name.clone()),
-        };
-        let id = kgbox_query::bind::resolve_entity(&kg, &entity, Span::new(0, name.len()), name)
-            .map_err(|d| diagnostic_error(&d))?;
-        seeds.push(id);
-    }
+    let seeds = resolve_names(&kg, &req.entities)?;
     let t = Instant::now();
     let sub = retrieve(
         &kg,

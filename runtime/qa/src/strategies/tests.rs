@@ -1,0 +1,363 @@
+//! The fall-through end to end through [`crate::ask::ask`], over a small
+//! graph, with a scripted chat model answering by purpose.
+
+use std::sync::Mutex;
+
+use kgbox_query::exec::ExecOptions;
+use kgbox_query::link::{link_text, LinkOptions};
+use kgbox_query::ParseLimits;
+
+use super::*;
+use crate::ask::{ask, AskResult};
+use crate::llm::ChatRequest;
+use crate::rerank::test_graph::graph;
+
+const FILMS: &[(&str, &str, &str)] = &[
+    ("Alien", "directed_by", "Ridley Scott"),
+    ("Blade Runner", "directed_by", "Ridley Scott"),
+    ("Blade Runner", "written_by", "Philip K. Dick"),
+    ("Blade Runner", "release_year", "1982"),
+    ("Philip K. Dick", "born_in", "Chicago"),
+    ("Alien", "has_genre", "Horror"),
+];
+
+type Script = dyn Fn(&ChatRequest) -> Result<String, LlmError> + Send + Sync;
+
+/// Replies by purpose; records every request.
+struct Scripted {
+    reply: Box<Script>,
+    calls: Mutex<Vec<ChatRequest>>,
+}
+
+impl Scripted {
+    fn new(
+        reply: impl Fn(&ChatRequest) -> Result<String, LlmError> + Send + Sync + 'static,
+    ) -> Self {
+        Scripted {
+            reply: Box::new(reply),
+            calls: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn purposes(&self) -> Vec<&'static str> {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|c| c.purpose)
+            .collect()
+    }
+
+    /// Every message text sent.
+    fn sent(&self) -> String {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c.messages.iter().map(|m| m.content.clone()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl ChatBackend for Scripted {
+    fn complete(&self, req: &ChatRequest) -> Result<String, LlmError> {
+        self.calls.lock().unwrap().push(req.clone());
+        (self.reply)(req)
+    }
+    fn endpoint(&self) -> String {
+        "scripted".into()
+    }
+}
+
+fn user_text(req: &ChatRequest) -> String {
+    req.messages
+        .last()
+        .map(|m| m.content.clone())
+        .unwrap_or_default()
+}
+
+/// Asks `question` over FILMS with the `llm` planner and `chat`.
+fn ask_with(chat: &Scripted, question: &str, opts: AskOptions) -> AskResult {
+    graph(FILMS, |kg| {
+        let link = |text: &str| Ok(link_text(kg, text, &LinkOptions::default()));
+        let run = |q: &str, n: usize, keep: bool| {
+            let exec = ExecOptions {
+                top_k: n,
+                exclude_anchors: !keep,
+                ..ExecOptions::default()
+            };
+            kgbox_query::run_query(kg, q, &ParseLimits::default(), &exec).map(|(a, _)| a)
+        };
+        let ctx = Context {
+            kg,
+            learned: None,
+            relvecs: None,
+            embedder: None,
+            chat: Some(chat),
+            link: &link,
+            run: &run,
+            reranker: None,
+            name_similarity: None,
+        };
+        ask(&ctx, question, &opts).expect("answers")
+    })
+}
+
+fn llm_opts() -> AskOptions {
+    AskOptions {
+        planner: PlannerKind::Llm,
+        repair: false,
+        ..AskOptions::default()
+    }
+}
+
+fn names(r: &AskResult) -> Vec<&str> {
+    r.answers.iter().map(|a| a.name.as_str()).collect()
+}
+
+fn strategy(r: &AskResult, name: StrategyName) -> Vec<&StrategyReport> {
+    r.strategies.iter().filter(|s| s.name == name).collect()
+}
+
+/// Every triple of FILMS in the forms a prompt could carry it.
+fn leaks(text: &str) -> Vec<String> {
+    FILMS
+        .iter()
+        .flat_map(|(h, r, t)| {
+            [
+                format!("{h} -[{r}]-> {t}"),
+                format!("{h} {r} {t}"),
+                format!("({h}, {r}, {t})"),
+                format!("{h} -> {r} -> {t}"),
+                format!("\"{h}\" -> {r} -> \"{t}\""),
+            ]
+        })
+        .filter(|f| text.contains(f.as_str()))
+        .collect()
+}
+
+#[test]
+fn an_empty_query_falls_through_to_paths_which_answer() {
+    let chat = Scripted::new(|req| match req.purpose {
+        // A query that binds but finds nothing.
+        "plan" => Ok(r#"{"query": "\"Blade Runner\" -> has_genre"}"#.into()),
+        "paths" => {
+            let text = user_text(req);
+            assert!(
+                text.contains("- Blade Runner: written_by -> born_in"),
+                "{text}"
+            );
+            Ok(r#"{"paths": ["Blade Runner: written_by -> born_in", "made up: x"]}"#.into())
+        }
+        "final_answer" => Ok(r#"Sure: {"answers": ["Chicago", "Paris"]}"#.into()),
+        other => panic!("unexpected call {other}"),
+    });
+    let r = ask_with(
+        &chat,
+        "where was the writer of [Blade Runner] born",
+        llm_opts(),
+    );
+    assert_eq!(names(&r), ["Chicago"]);
+    assert_eq!(chat.purposes(), ["plan", "paths", "final_answer"]);
+    assert_eq!(r.query, "\"Blade Runner\" -> has_genre");
+    assert!(matches!(r.arbitration, Arbitration::Llm { candidates: 1 }));
+    let got: Vec<(&str, usize, usize, bool)> = r
+        .strategies
+        .iter()
+        .map(|s| (s.name.as_str(), s.llm_calls, s.candidates, s.answered))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("query", 1, 0, false),
+            ("paths", 1, 1, true),
+            ("final_answer", 1, 1, true),
+        ]
+    );
+    assert_eq!(
+        strategy(&r, StrategyName::Paths)[0].followed,
+        ["\"Blade Runner\" -> written_by -> born_in"]
+    );
+    // The answer's provenance is the path followed.
+    assert_eq!(
+        r.answers[0].paths[0],
+        [
+            ["Blade Runner", "written_by", "Philip K. Dick"].map(String::from),
+            ["Philip K. Dick", "born_in", "Chicago"].map(String::from),
+        ]
+    );
+    assert_eq!(leaks(&chat.sent()), Vec::<String>::new());
+    let v = serde_json::to_value(&r).unwrap();
+    assert_eq!(v["strategies"][1]["name"], "paths");
+    assert_eq!(v["strategies"][2]["name"], "final_answer");
+}
+
+#[test]
+fn triplets_run_when_paths_find_nothing_and_stop_when_the_llm_can_answer() {
+    let steps = Mutex::new(0);
+    let chat = Scripted::new(move |req| match req.purpose {
+        "plan" => Ok(r#"{"query": "\"Blade Runner\" -> has_genre"}"#.into()),
+        "paths" => Ok(r#"{"paths": []}"#.into()),
+        "triplets" => {
+            let text = user_text(req);
+            let mut n = steps.lock().unwrap();
+            *n += 1;
+            if *n == 1 {
+                assert!(text.contains("- directed_by\n"), "{text}");
+                assert!(text.contains("nothing; the exploration starts"), "{text}");
+                Ok(r#"{"relations": ["directed_by", "nope"], "reached_answer": "no"}"#.into())
+            } else {
+                assert!(text.contains("- step 1: directed_by"), "{text}");
+                assert!(text.contains("- directed_by_inv"), "{text}");
+                Ok(r#"{"relations": ["directed_by_inv"], "reached_answer": "yes"}"#.into())
+            }
+        }
+        "final_answer" => Ok(r#"{"answers": ["Alien"]}"#.into()),
+        other => panic!("unexpected call {other}"),
+    });
+    let q = "what else did the director of [Blade Runner] make";
+    let r = ask_with(&chat, q, llm_opts());
+    assert_eq!(names(&r), ["Alien"]);
+    assert_eq!(
+        chat.purposes(),
+        ["plan", "paths", "triplets", "triplets", "final_answer"]
+    );
+    let t = strategy(&r, StrategyName::Triplets)[0];
+    assert_eq!((t.llm_calls, t.candidates, t.answered), (2, 1, true));
+    assert_eq!(t.followed, ["directed_by", "directed_by_inv"]);
+    let p = strategy(&r, StrategyName::Paths)[0];
+    assert_eq!((p.candidates, p.answered), (0, false));
+    assert_eq!(p.note.as_deref(), Some("the LLM chose no path"));
+    assert_eq!(leaks(&chat.sent()), Vec::<String>::new());
+}
+
+#[test]
+fn triplets_stop_at_the_step_budget() {
+    let chat = Scripted::new(|req| match req.purpose {
+        "plan" => Ok(r#"{"query": "\"Blade Runner\" -> has_genre"}"#.into()),
+        "paths" => Ok(r#"{"paths": []}"#.into()),
+        "triplets" => Ok(r#"{"relations": ["written_by"], "reached_answer": "no"}"#.into()),
+        "final_answer" => Ok(r#"{"answers": []}"#.into()),
+        other => panic!("unexpected call {other}"),
+    });
+    let mut opts = llm_opts();
+    opts.strategies.max_steps = 1;
+    let r = ask_with(&chat, "who wrote [Blade Runner]", opts);
+    assert_eq!(
+        chat.purposes(),
+        ["plan", "paths", "triplets", "final_answer"]
+    );
+    // The LLM chose none: no answers, and the report says why.
+    assert!(r.answers.is_empty());
+    let f = strategy(&r, StrategyName::FinalAnswer)[0];
+    assert!(!f.answered && f.note.is_some());
+}
+
+#[test]
+fn a_confident_query_or_a_disabled_fall_through_calls_nothing_more() {
+    let chat = Scripted::new(|req| match req.purpose {
+        "plan" => Ok(r#"{"query": "\"Blade Runner\" -> directed_by"}"#.into()),
+        "arbitrate" => Ok(r#"{"answers": ["Ridley Scott"]}"#.into()),
+        other => panic!("unexpected call {other}"),
+    });
+    let r = ask_with(&chat, "who directed [Blade Runner]", llm_opts());
+    assert_eq!(names(&r), ["Ridley Scott"]);
+    assert!(r.strategies.is_empty());
+    assert!(serde_json::to_value(&r)
+        .unwrap()
+        .get("strategies")
+        .is_none());
+
+    let chat = Scripted::new(|req| match req.purpose {
+        "plan" => Ok(r#"{"query": "\"Blade Runner\" -> has_genre"}"#.into()),
+        other => panic!("unexpected call {other}"),
+    });
+    let mut opts = llm_opts();
+    opts.strategies.enabled = false;
+    let r = ask_with(&chat, "what genre is [Blade Runner]", opts);
+    assert!(r.answers.is_empty() && r.strategies.is_empty());
+}
+
+#[test]
+fn a_failing_llm_ends_the_sequence_and_a_bad_reply_does_not() {
+    // Transport failure in the path step: nothing more is asked.
+    let chat = Scripted::new(|req| match req.purpose {
+        "plan" => Ok(r#"{"query": "\"Blade Runner\" -> has_genre"}"#.into()),
+        _ => Err(LlmError::Transport {
+            endpoint: "scripted".into(),
+            message: "down".into(),
+        }),
+    });
+    let r = ask_with(&chat, "what genre is [Blade Runner]", llm_opts());
+    assert_eq!(chat.purposes(), ["plan", "paths"]);
+    assert!(r.answers.is_empty());
+    assert!(strategy(&r, StrategyName::Paths)[0]
+        .error
+        .as_deref()
+        .is_some_and(|e| e.contains("down")));
+
+    // A bad reply to the paths prompt: triplets are tried; a failed final
+    // answer falls back to the threshold cut over what was gathered.
+    let chat = Scripted::new(|req| match req.purpose {
+        "plan" => Ok(r#"{"query": "\"Blade Runner\" -> has_genre"}"#.into()),
+        "paths" => Ok("I cannot decide".into()),
+        "triplets" => Ok(r#"{"relations": ["release_year"], "reached_answer": "yes"}"#.into()),
+        _ => Ok(r#"{"answers": "1982"}"#.into()),
+    });
+    let r = ask_with(&chat, "when did [Blade Runner] come out", llm_opts());
+    assert_eq!(
+        chat.purposes(),
+        ["plan", "paths", "triplets", "final_answer"]
+    );
+    assert_eq!(names(&r), ["1982"]);
+    assert!(matches!(r.arbitration, Arbitration::Fallback { .. }));
+    assert!(strategy(&r, StrategyName::Paths)[0].error.is_some());
+}
+
+#[test]
+fn low_confidence_is_no_answers_a_low_best_score_or_too_many() {
+    let opts = StrategyOptions::default();
+    let answers = |scores: &[f32], total: usize| Answers {
+        answers: scores
+            .iter()
+            .enumerate()
+            .map(|(i, &score)| Answer {
+                entity: i as u32,
+                score,
+                paths: Vec::new(),
+            })
+            .collect(),
+        total,
+        edge_visits: 0,
+    };
+    assert!(low_confidence(&answers(&[], 0), &opts).is_some());
+    assert!(low_confidence(&answers(&[0.3], 1), &opts).is_some());
+    assert!(low_confidence(&answers(&[1.0], 51), &opts).is_some());
+    assert!(low_confidence(&answers(&[1.0, 0.2], 2), &opts).is_none());
+    let unlimited = StrategyOptions {
+        max_answers: 0,
+        ..opts
+    };
+    assert!(low_confidence(&answers(&[1.0], 5000), &unlimited).is_none());
+    assert!(opts.check().is_ok());
+    let bad = StrategyOptions {
+        max_path_length: 4,
+        ..opts
+    };
+    assert!(bad.check().unwrap_err().contains("max_path_length"));
+}
+
+#[test]
+fn replies_are_parsed_leniently_and_never_panic() {
+    #[derive(Deserialize, Debug)]
+    struct R {
+        #[allow(dead_code)]
+        paths: Vec<String>,
+    }
+    assert!(parse_reply::<R>(r#"{"paths": []}"#).is_ok());
+    assert!(parse_reply::<R>("```json\n{\"paths\": [\"a\"]}\n```").is_ok());
+    for bad in ["", "}{", "{", "no json", r#"{"paths": 3}"#, "}"] {
+        assert!(parse_reply::<R>(bad).is_err(), "{bad}");
+    }
+}
