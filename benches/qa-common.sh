@@ -103,7 +103,20 @@ PY
     --format metaqa --executor "$EXECUTOR" --json --export-features "$WORK/features.tsv" >&2
   log "reranker: train"
   local trained
-  trained=$("$py" "$REPO/models/reranker/train.py" "$WORK/features.tsv" --out "$WORK/reranker" | tail -n 1)
+  if ! trained=$("$py" "$REPO/models/reranker/train.py" "$WORK/features.tsv" --out "$WORK/reranker" \
+    2>"$WORK/train.err" | tail -n 1) || [[ ! -f $WORK/reranker.onnx ]]; then
+    # e.g. every training candidate is right: nothing to learn. Report the eval without it.
+    local why
+    why=$(tail -n 1 "$WORK/train.err")
+    log "reranker: not trained: $why"
+    local evalcmd=("$KGBOX" eval qa --bundle "$WORK/kb.kgb" --trust "$WORK/eval.pub" --questions "$questions"
+      --format "$format" --executor "$EXECUTOR" --json --no-rerank)
+    ((LIMIT > 0)) && evalcmd+=(--limit "$LIMIT")
+    last=$(python3 -c 'import json,sys; w=json.loads(sys.argv[1]); w["reranker"]={"skipped": sys.argv[2]}; print(json.dumps(w))' \
+      "$("${evalcmd[@]}" | tail -n 1)" "$why")
+    return
+  fi
+  cat "$WORK/train.err" >&2
   local evalcmd=("$KGBOX" eval qa --bundle "$WORK/kb.kgb" --trust "$WORK/eval.pub" --questions "$questions"
     --format "$format" --executor "$EXECUTOR" --json)
   ((LIMIT > 0)) && evalcmd+=(--limit "$LIMIT")

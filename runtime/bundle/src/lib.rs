@@ -27,6 +27,7 @@ pub mod manifest;
 pub mod normalize;
 pub mod reader;
 pub mod sections;
+pub mod tiny;
 pub mod writer;
 
 pub use error::{BundleError, Result};

@@ -1,11 +1,8 @@
 //! Repairs on a tiny hand-built movie graph.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::HashMap;
-
-use kgbox_bundle::kg::encode;
-use kgbox_bundle::sections as s;
-use kgbox_bundle::{AlignedBytes, Kg};
+use kgbox_bundle::tiny::TinyGraph;
+use kgbox_bundle::Kg;
 
 use super::*;
 
@@ -27,67 +24,10 @@ const TRIPLES: &[[&str; 3]] = &[
     ["Fuller House", "starred_actors", "Joel Zwick"],
 ];
 
-/// The KG sections of `TRIPLES`, as the packager lays them out.
-fn sections() -> HashMap<&'static str, AlignedBytes> {
-    let mut names: Vec<&str> = TRIPLES.iter().flat_map(|t| [t[0], t[2]]).collect();
-    names.sort_unstable();
-    names.dedup();
-    let mut rels: Vec<&str> = TRIPLES.iter().map(|t| t[1]).collect();
-    rels.sort_unstable();
-    rels.dedup();
-    let e = |n: &str| names.binary_search(&n).unwrap() as u32;
-    let r = |n: &str| rels.binary_search(&n).unwrap() as u32;
-    let ids: Vec<[u32; 3]> = TRIPLES
-        .iter()
-        .map(|t| [e(t[0]), r(t[1]), e(t[2])])
-        .collect();
-    let n = names.len();
-    let csr = |node: usize, other: usize| {
-        let mut t = ids.clone();
-        t.sort_unstable_by_key(|t| (t[node], t[1], t[other]));
-        let mut offsets = vec![0u64; n + 1];
-        for x in &t {
-            offsets[x[node] as usize + 1] += 1;
-        }
-        for i in 0..n {
-            offsets[i + 1] += offsets[i];
-        }
-        let rs: Vec<u32> = t.iter().map(|x| x[1]).collect();
-        let os: Vec<u32> = t.iter().map(|x| x[other]).collect();
-        [encode::u64s(&offsets), encode::u32s(&rs), encode::u32s(&os)]
-    };
-    let no_aliases: &[(u32, &str)] = &[];
-    let (index, postings) = encode::lexical_index(&names, no_aliases).unwrap();
-    let mut out: Vec<(&'static str, Vec<u8>)> = Vec::new();
-    let (o, b) = encode::string_table(&names);
-    out.push((s::ENTITY_OFFSETS, o));
-    out.push((s::ENTITY_NAMES, b));
-    let (o, b) = encode::string_table(&rels);
-    out.push((s::RELATION_OFFSETS, o));
-    out.push((s::RELATION_NAMES, b));
-    let (o, b) = encode::string_table::<&str>(&[]);
-    out.push((s::ALIAS_OWNERS, encode::u64s(&vec![0u64; n + 1])));
-    out.push((s::ALIAS_OFFSETS, o));
-    out.push((s::ALIAS_NAMES, b));
-    let [a, b, c] = csr(0, 2);
-    out.extend([
-        (s::OUT_OFFSETS, a),
-        (s::OUT_RELATIONS, b),
-        (s::OUT_TARGETS, c),
-    ]);
-    let [a, b, c] = csr(2, 0);
-    out.extend([(s::IN_OFFSETS, a), (s::IN_RELATIONS, b), (s::IN_SOURCES, c)]);
-    out.push((s::INDEX_FST, index));
-    out.push((s::INDEX_POSTINGS, postings));
-    out.into_iter()
-        .map(|(name, bytes)| (name, AlignedBytes::from_slice(&bytes)))
-        .collect()
-}
-
 fn with_kg<T>(f: impl FnOnce(&Kg<'_>) -> T) -> T {
-    let sections = sections();
-    let kg = Kg::from_sections(|n| sections.get(n).map(|b| &b[..])).unwrap();
-    f(&kg)
+    let triples: Vec<(&str, &str, &str)> = TRIPLES.iter().map(|t| (t[0], t[1], t[2])).collect();
+    let g = TinyGraph::from_triples(&triples).unwrap();
+    f(&g.kg().unwrap())
 }
 
 fn relax_text(kg: &Kg<'_>, q: &str, opts: &RepairOptions) -> RepairReport {
