@@ -178,6 +178,9 @@ def main() -> None:
                     help="a one-hidden-layer perceptron (default) or logistic regression")
     ap.add_argument("--candidates", type=int, default=20,
                     help="the executor's best N candidates per question are reranked (default 20)")
+    ap.add_argument("--ablation", action="store_true",
+                    help="also report held-out Hits@1 with the executor's columns only, "
+                         "then adding the graph's, then the text similarity (nothing is written for these)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-rows", type=int, default=300_000,
                     help="questions are sampled down to about this many rows (default 300000)")
@@ -230,6 +233,18 @@ def main() -> None:
     drops.sort(reverse=True)
     print("train.py: Hits@1 lost when a column is shuffled: "
           + ", ".join(f"{n} {d:+.4f}" for d, n in drops[:8]), file=sys.stderr)
+
+    if args.ablation:
+        groups_ = {
+            "executor": ["exec_score", "exec_rank", "reciprocal_rank", "score_ratio", "candidates_log"],
+        }
+        groups_["executor+graph"] = [n for n in names if n != "text_similarity"]
+        groups_["all"] = names
+        for label, cols in groups_.items():
+            ix = [names.index(c) for c in cols]
+            m = fit(args.model, x[tr][:, ix], labels[tr], args.seed)
+            _, h, f = evaluate(predict(m, x[va][:, ix]), labels[va], va_groups, rank_col[va], cut)
+            print(f"train.py: ablation: {label:<15} Hits@1 {h:.4f}", file=sys.stderr)
 
     all_rows = idx(questions)
     model = fit(args.model, x[all_rows], labels[all_rows], args.seed)
