@@ -501,6 +501,11 @@ fn a_planned_query_without_answers_is_relaxed() {
         "\"Ridley Scott\" -> directed_by_inv"
     );
     assert_eq!(answer_names(&v), ["Blade Runner"]);
+    // Off for one request.
+    let (status, v) = server.post_json("/v1/ask", &json!({"question": question, "repair": false}));
+    assert_eq!(status, 200, "{v}");
+    assert!(v.get("repair").is_none(), "{v}");
+    assert_eq!(v["answers"], json!([]), "{v}");
     drop(server);
     let o = device.kgbox(&["ask", question]);
     assert!(o.status.success(), "{}", stderr(&o));

@@ -268,4 +268,14 @@ fn an_empty_query_falls_through_to_paths_and_triplets() {
     let mut bodies: Vec<String> = calls.iter().map(|c| c.raw_body.clone()).collect();
     bodies.push(log);
     assert_eq!(leaked(&bodies, &triple_forms()), Vec::<String>::new());
+
+    // Off for one request: only the planner's call, the planned query's answer.
+    let (status, v) = server.post_json(
+        "/v1/ask",
+        &json!({"question": format!("who directed [{directed}]"), "strategies": false}),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["answers"], json!([]), "{v}");
+    assert!(strategies(&v).iter().all(|s| s.0 == "query"), "{v}");
+    assert_eq!(llm.calls().len(), 8, "one more call: the plan");
 }

@@ -51,6 +51,11 @@ pub struct AskParams {
     pub rerank: Option<bool>,
     /// Return the reranker features of the candidates.
     pub export_features: bool,
+    /// Repair the planned query (default: `planner.repair`).
+    pub repair: Option<bool>,
+    /// Let the LLM planner fall through to the retrieval strategies
+    /// (default: `planner.strategies.enabled`).
+    pub strategies: Option<bool>,
 }
 
 impl Qa {
@@ -183,8 +188,11 @@ impl Qa {
             max_relations: cfg.planner.max_relations,
             rerank: params.rerank.unwrap_or(cfg.planner.rerank),
             export_features: params.export_features,
-            repair: cfg.planner.repair,
-            strategies: cfg.planner.strategies,
+            repair: params.repair.unwrap_or(cfg.planner.repair),
+            strategies: kgbox_qa::strategies::StrategyOptions {
+                enabled: params.strategies.unwrap_or(cfg.planner.strategies.enabled),
+                ..cfg.planner.strategies
+            },
         };
         let link_opts = LinkOptions::default();
         let link = |text: &str| crate::dense::link_text(bundle, &kg, encoder, text, &link_opts);

@@ -35,6 +35,11 @@ pub struct AskRequest {
     pub paths: Option<PathsParam>,
     /// Rerank with the bundle's reranker (default: `planner.rerank`).
     pub rerank: Option<bool>,
+    /// Repair the planned query (default: `planner.repair`).
+    pub repair: Option<bool>,
+    /// LLM planner: fall through to the retrieval strategies (default:
+    /// `planner.strategies.enabled`).
+    pub strategies: Option<bool>,
 }
 
 fn bad_request(message: impl Into<String>) -> ApiError {
@@ -129,6 +134,8 @@ pub async fn ask(
         deadline: Some(Instant::now() + state.request_timeout),
         rerank: req.rerank,
         export_features: false,
+        repair: req.repair,
+        strategies: req.strategies,
     };
     let config = state.config.clone();
     let result = tokio::task::spawn_blocking(move || {
