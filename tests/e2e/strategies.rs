@@ -33,35 +33,6 @@ fn facts(relation: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Every triple of the demo KB in the forms a prompt could carry it.
-fn triple_forms() -> Vec<String> {
-    let text = std::fs::read_to_string(repo_root().join("demo/movies.tsv")).unwrap();
-    let mut forms = Vec::new();
-    for line in text.lines() {
-        let c: Vec<&str> = line.split('\t').collect();
-        if c.len() != 3 {
-            continue;
-        }
-        let (h, r, t) = (c[0], c[1], c[2]);
-        forms.push(format!("{h} -[{r}]-> {t}"));
-        forms.push(format!("{h}\\t{r}\\t{t}"));
-        forms.push(format!("{h} {r} {t}"));
-        forms.push(format!("({h}, {r}, {t})"));
-        forms.push(format!("{h} -> {r} -> {t}"));
-        forms.push(format!("\\\"{h}\\\" -> {r} -> \\\"{t}\\\""));
-        forms.push(json!([h, r, t]).to_string());
-    }
-    forms
-}
-
-fn leaked(bodies: &[String], forms: &[String]) -> Vec<String> {
-    forms
-        .iter()
-        .filter(|f| bodies.iter().any(|b| b.contains(f.as_str())))
-        .cloned()
-        .collect()
-}
-
 /// The `enum` of the reply schema's array property `field`.
 fn offered(body: &Value, field: &str) -> Vec<String> {
     response_schema(body)

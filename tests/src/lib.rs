@@ -417,3 +417,35 @@ pub fn test_gguf() -> Option<PathBuf> {
     ggufs.sort();
     ggufs.into_iter().next()
 }
+
+/// Every triple of the demo KB in the forms a prompt could carry it, for
+/// checking that none leaves the box.
+pub fn triple_forms() -> Vec<String> {
+    let text = std::fs::read_to_string(repo_root().join("demo/movies.tsv")).unwrap_or_default();
+    let mut forms = Vec::new();
+    for line in text.lines() {
+        let c: Vec<&str> = line.split('\t').collect();
+        if c.len() != 3 {
+            continue;
+        }
+        let (h, r, t) = (c[0], c[1], c[2]);
+        forms.push(format!("{h} -[{r}]-> {t}"));
+        forms.push(format!("{h}\\t{r}\\t{t}"));
+        forms.push(format!("{h} {r} {t}"));
+        forms.push(format!("({h}, {r}, {t})"));
+        forms.push(format!("{h} -> {r} -> {t}"));
+        forms.push(format!("\\\"{h}\\\" -> {r} -> \\\"{t}\\\""));
+        forms.push(serde_json::json!([h, r, t]).to_string());
+    }
+    assert!(!forms.is_empty(), "demo/movies.tsv has no triples");
+    forms
+}
+
+/// The `forms` found in any of `bodies`.
+pub fn leaked(bodies: &[String], forms: &[String]) -> Vec<String> {
+    forms
+        .iter()
+        .filter(|f| bodies.iter().any(|b| b.contains(f.as_str())))
+        .cloned()
+        .collect()
+}

@@ -53,6 +53,16 @@ fn bind_node(kg: &Kg<'_>, q: &Query, source: &str, plan: &mut Plan) -> Result<us
     })
 }
 
+/// An entity written as text (a name, or `#id`), resolved like the
+/// entities of a query; errors point into `text`.
+pub fn resolve_entity_text(kg: &Kg<'_>, text: &str) -> Result<u32, Diagnostic> {
+    let entity = match text.strip_prefix('#').and_then(|d| d.parse::<u32>().ok()) {
+        Some(id) => EntityRef::Id(id),
+        None => EntityRef::Name(text.to_string()),
+    };
+    resolve_entity(kg, &entity, Span::new(0, text.len()), text)
+}
+
 /// Exact name, then `#id`, then a unique normalized name or alias.
 pub fn resolve_entity(
     kg: &Kg<'_>,

@@ -49,16 +49,10 @@ impl RepairArgs {
 
 /// `names` (or `#id`s) as entity ids.
 fn resolve_names(kg: &kgbox_bundle::Kg<'_>, names: &[String]) -> Result<Vec<u32>> {
-    use kgbox_query::ast::{EntityRef, Span};
     names
         .iter()
         .map(|name| {
-            let entity = match name.strip_prefix('#').and_then(|d| d.parse::<u32>().ok()) {
-                Some(id) => EntityRef::Id(id),
-                None => EntityRef::Name(name.clone()),
-            };
-            kgbox_query::bind::resolve_entity(kg, &entity, Span::new(0, name.len()), name)
-                .map_err(|d| anyhow::anyhow!("{d}"))
+            kgbox_query::bind::resolve_entity_text(kg, name).map_err(|d| anyhow::anyhow!("{d}"))
         })
         .collect()
 }

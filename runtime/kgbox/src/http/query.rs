@@ -8,7 +8,6 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use kgbox_bundle::Kg;
-use kgbox_query::ast::{EntityRef, Span};
 use kgbox_query::exec::Triple;
 use kgbox_query::link::LinkOptions;
 use kgbox_query::repair::{RepairMode, RepairOptions, RepairReport};
@@ -384,12 +383,7 @@ fn resolve_names(kg: &Kg<'_>, names: &[String]) -> Result<Vec<u32>, ApiError> {
     names
         .iter()
         .map(|name| {
-            let entity = match name.strip_prefix('#').and_then(|d| d.parse::<u32>().ok()) {
-                Some(id) => EntityRef::Id(id),
-                None => EntityRef::Name(name.clone()),
-            };
-            kgbox_query::bind::resolve_entity(kg, &entity, Span::new(0, name.len()), name)
-                .map_err(|d| diagnostic_error(&d))
+            kgbox_query::bind::resolve_entity_text(kg, name).map_err(|d| diagnostic_error(&d))
         })
         .collect()
 }
