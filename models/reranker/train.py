@@ -58,6 +58,9 @@ def read_rows(path: Path):
     if not header or header[:4] != ["question", "line", "label", "entity"]:
         die(f"{path}: the header must start with question, line, label, entity")
     names = header[4:]
+    missing = [c for c in ("exec_rank", "text_similarity") if c not in names]
+    if missing:
+        die(f"{path}: no column {', '.join(missing)}; export it with kgbox eval qa --export-features")
     qids, labels, xs = [], [], []
     for n, row in enumerate(reader, start=2):
         if len(row) != len(header):

@@ -102,20 +102,28 @@ pub fn arbitrate_constraint() -> Constraint {
 }
 
 /// The arbitrator's messages: choose among the candidates.
+/// One line per candidate (name and score), with its provenance paths
+/// when context sharing is on.
+fn candidate_lines(candidates: &[CandidateInfo], share_context: bool) -> String {
+    let mut out = String::new();
+    for c in candidates {
+        out.push_str(&format!("- {} ({:.3})\n", c.name, c.score));
+        if share_context {
+            for path in &c.context {
+                out.push_str(&format!("    because: {path}\n"));
+            }
+        }
+    }
+    out
+}
+
 pub fn arbitrate_messages(
     question: &str,
     candidates: &[CandidateInfo],
     share_context: bool,
 ) -> Vec<Message> {
     let mut user = format!("Question: {question}\nCandidate answers (name, score):\n");
-    for c in candidates {
-        user.push_str(&format!("- {} ({:.3})\n", c.name, c.score));
-        if share_context {
-            for path in &c.context {
-                user.push_str(&format!("    because: {path}\n"));
-            }
-        }
-    }
+    user.push_str(&candidate_lines(candidates, share_context));
     user.push_str(
         "Choose the candidates that answer the question (one or more, names exactly as listed). \
          Reply with JSON {\"answers\": [\"...\"]}.",
@@ -293,14 +301,7 @@ pub fn final_answer_messages(
         "Question: {question}\nCandidate answers found by exploring the knowledge graph from the \
          question's entities (name, score):\n"
     );
-    for c in candidates {
-        user.push_str(&format!("- {} ({:.3})\n", c.name, c.score));
-        if share_context {
-            for path in &c.context {
-                user.push_str(&format!("    because: {path}\n"));
-            }
-        }
-    }
+    user.push_str(&candidate_lines(candidates, share_context));
     user.push_str(
         "Choose the candidates that answer the question (names exactly as listed). Reply with \
          JSON {\"answers\": [\"...\"]}, an empty list if none does.",
