@@ -22,8 +22,8 @@ Per file it prints:
 machine-readable object keyed by file name instead of the table.
 
 Usage:
-    python3 benches/metaqa/check_traversal.py --kb ../shared/data/metaqa/kb.tsv \
-        /tmp/mq/1hop.tsv /tmp/mq/2hop.tsv /tmp/mq/3hop.tsv
+    python3 benches/metaqa/check_traversal.py --kb $DATA/metaqa/kb.tsv \
+        $SCRATCH/mq/1hop.tsv $SCRATCH/mq/2hop.tsv $SCRATCH/mq/3hop.tsv
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@
 #
 #   benches/metaqa/eval.sh KB_TSV TRAIN_DIR QUESTIONS_FILE
 #
-#   KB_TSV          triples, e.g. ../shared/data/metaqa/kb.tsv (or kb_half.tsv)
-#   TRAIN_DIR       MetaQA folder with {1,2,3}-hop/dev.txt + dev_qtype.txt, e.g. ../shared/data/metaqa
+#   KB_TSV          triples, e.g. $DATA/metaqa/kb.tsv (or kb_half.tsv)
+#   TRAIN_DIR       MetaQA folder with {1,2,3}-hop/dev.txt + dev_qtype.txt, e.g. $DATA/metaqa
 #   QUESTIONS_FILE  any MetaQA-format file (`question with [topic]<TAB>ans1|ans2`), e.g. one
 #                   made by benches/metaqa/split.py; its questions are left out of the training set
 #
@@ -29,9 +29,9 @@
 # "questions", "executor" and "trained_examples".
 #
 # Example (a 1,000-question held-out 2-hop set):
-#   python3 benches/metaqa/split.py --questions ../shared/data/metaqa/2-hop/dev.txt \
-#     --n 1000 --seed 1 --heldout /tmp/mq/heldout-2.txt
-#   benches/metaqa/eval.sh ../shared/data/metaqa/kb.tsv ../shared/data/metaqa /tmp/mq/heldout-2.txt
+#   python3 benches/metaqa/split.py --questions $DATA/metaqa/2-hop/dev.txt \
+#     --n 1000 --seed 1 --heldout $SCRATCH/mq/heldout-2.txt
+#   benches/metaqa/eval.sh $DATA/metaqa/kb.tsv $DATA/metaqa $SCRATCH/mq/heldout-2.txt
 set -euo pipefail
 
 die() { echo "eval.sh: $*" >&2; exit 1; }

@@ -6,8 +6,8 @@
 #
 # Needs (environment, with these defaults):
 #   KGBOX=target/release/kgbox
-#   BUNDLE_DIR=/tmp/kgbox-metaqa   holding metaqa-kb.kgb and metaqa-kb_half.kgb, packed with
-#       kgbox-pack build --triples ../shared/data/metaqa/kb.tsv --ultra models/ultra/onnx/ultraquery ...
+#   BUNDLE_DIR=(kgbox-metaqa in the temp folder)   holding metaqa-kb.kgb and metaqa-kb_half.kgb, packed with
+#       kgbox-pack build --triples $DATA/metaqa/kb.tsv --ultra models/ultra/onnx/ultraquery ...
 #   TRUST=$BUNDLE_DIR/k.pub        the key they are signed with
 #   GOLD_DIR=$BUNDLE_DIR           holding gold-{1,2,3}.tsv from benches/metaqa/gold_queries.py
 #   SEPPR_K=500

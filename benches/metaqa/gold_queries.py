@@ -18,8 +18,8 @@ the qtype and its line number.
 
 Usage:
     python3 benches/metaqa/gold_queries.py \
-        --questions ../shared/data/metaqa/2-hop/dev.txt \
-        --qtypes ../shared/data/metaqa/2-hop/dev_qtype.txt [--limit N] [--out FILE]
+        --questions $DATA/metaqa/2-hop/dev.txt \
+        --qtypes $DATA/metaqa/2-hop/dev_qtype.txt [--limit N] [--out FILE]
 
 Writes to stdout unless --out FILE is given. Python 3.11, stdlib only.
 """

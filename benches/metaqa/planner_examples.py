@@ -18,8 +18,8 @@ entities, an unknown qtype, a line without exactly two fields) are skipped; stde
 counts: written, excluded, and skipped by reason with the first few file:line locations.
 
 Usage:
-    python3 benches/metaqa/planner_examples.py --root ../shared/data/metaqa \
-        [--hops 1,2,3] [--exclude HELDOUT.txt]... --out /tmp/mq/examples.tsv
+    python3 benches/metaqa/planner_examples.py --root $DATA/metaqa \
+        [--hops 1,2,3] [--exclude HELDOUT.txt]... --out $SCRATCH/mq/examples.tsv
 
 Python 3.11, stdlib only.
 """

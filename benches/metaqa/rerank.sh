@@ -6,11 +6,12 @@
 #
 #   benches/metaqa/rerank.sh KB_TSV
 #
-#   KB_TSV   ../shared/data/metaqa/kb.tsv or kb_half.tsv
+#   KB_TSV   $DATA/metaqa/kb.tsv or kb_half.tsv
 #
 # Environment (with these defaults):
 #   KGBOX=target/release/kgbox  KGBOX_PACK=target/release/kgbox-pack
-#   DATA=../shared/data/metaqa  {1,2,3}-hop/dev.txt and dev_qtype.txt
+#   DATA                        {1,2,3}-hop/dev.txt and dev_qtype.txt (default: the data sets' metaqa
+#                               folder, $DATA/metaqa in the READMEs)
 #   N=1000                      held-out questions per hop (split.py --seed HOP, as eval.sh's figures)
 #   RERANK_N=3000               training questions whose candidates train the reranker
 #   ENCODER=1                   1: --embed (planner and reranker text feature); 0: words and graph only

@@ -7,8 +7,8 @@ file's own order; the same FILE, N and SEED always give the same lines. Pair it 
 rest of the dev set and never on a question it is scored on.
 
 Usage:
-    python3 benches/metaqa/split.py --questions ../shared/data/metaqa/2-hop/dev.txt \
-        --n 1000 --seed 1 --heldout /tmp/mq/heldout-2hop.txt
+    python3 benches/metaqa/split.py --questions $DATA/metaqa/2-hop/dev.txt \
+        --n 1000 --seed 1 --heldout $SCRATCH/mq/heldout-2hop.txt
 
 N larger than the file's line count is an error. Python 3.11, stdlib only.
 """

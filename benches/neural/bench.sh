@@ -8,11 +8,11 @@
 #
 #   KGBOX           kgbox CLI built with the `ort` feature
 #                   (default target/release/kgbox; `cargo build --release -p kgbox --features ort`)
-#   BUNDLE_DIR      directory with metaqa-kb_half.kgb and metaqa-kb.kgb (default ../shared/bundles)
-#   GOLD_DIR        directory with gold-1.tsv gold-2.tsv gold-3.tsv (default ../shared/gold)
+#   BUNDLE_DIR      directory with metaqa-kb_half.kgb and metaqa-kb.kgb (default: bundles/ in the shared data folder beside the repo)
+#   GOLD_DIR        directory with gold-1.tsv gold-2.tsv gold-3.tsv (default: gold/ in the shared data folder)
 #   TRUST           public key the bundles are signed with (default $BUNDLE_DIR/k.pub)
-#   KB_DIR          directory with kb.tsv and kb_half.tsv (default ../shared/data/metaqa)
-#   CKPT            UltraQuery checkpoint (default ../shared/models/ultra/ultraquery.pth)
+#   KB_DIR          directory with kb.tsv and kb_half.tsv (default: $DATA/metaqa, $DATA the data-set folder)
+#   CKPT            UltraQuery checkpoint (default: ultraquery.pth in the shared folder's models/ultra)
 #   PY              python with torch (default python3); TORCH=0 skips the torch reference
 #   ORT_DYLIB_PATH  libonnxruntime.so for --engine ort (onnxruntime 1.31.x)
 #   OUT_DIR         per-run JSON results (default target/neural-bench)
@@ -25,13 +25,13 @@
 #   # a signing key, and the bundles (the packer is built with `cargo build --release -p kgbox-pack`)
 #   kgbox-pack keygen --out k                       # writes k.key / k.pub
 #   for kb in kb kb_half; do
-#     kgbox-pack build --triples ../shared/data/metaqa/$kb.tsv --name metaqa-$kb --version 1.0.0 \
+#     kgbox-pack build --triples $DATA/metaqa/$kb.tsv --name metaqa-$kb --version 1.0.0 \
 #       --key k.key --ultra models/ultra/onnx/ultraquery --out $BUNDLE_DIR/metaqa-$kb.kgb
 #   done
 #   # gold query files (MetaQA dev questions -> DSL chains with answers)
 #   for n in 1 2 3; do
-#     python3 benches/metaqa/gold_queries.py --questions ../shared/data/metaqa/$n-hop/dev.txt \
-#       --qtypes ../shared/data/metaqa/$n-hop/dev_qtype.txt --out $GOLD_DIR/gold-$n.tsv
+#     python3 benches/metaqa/gold_queries.py --questions $DATA/metaqa/$n-hop/dev.txt \
+#       --qtypes $DATA/metaqa/$n-hop/dev_qtype.txt --out $GOLD_DIR/gold-$n.tsv
 #   done
 #
 # (run `kgbox-pack keygen --help` / `kgbox-pack build --help` for the exact flags of your build.)

@@ -24,7 +24,7 @@ Timed per query: SEPPR + subgraph + model + sigmoid for every projection
 (data loading and the relation model are not timed). Prints one JSON line:
 {"p50_ms", "p95_ms", "hits_at_1", "n", "errors", "seppr_k", "threads"}.
 
-    python benches/neural/torch_reference.py --kb ../shared/data/metaqa/kb_half.tsv \
+    python benches/neural/torch_reference.py --kb $DATA/metaqa/kb_half.tsv \
         --gold gold-2.tsv --sample 100 --seppr-k 500 --threads 1
 """
 

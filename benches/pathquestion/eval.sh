@@ -7,7 +7,8 @@
 #
 # Environment (with these defaults):
 #   KGBOX=target/release/kgbox  KGBOX_PACK=target/release/kgbox-pack
-#   DATA=../shared/data/pathquestion   holding PQ-2H.txt, PQ-3H.txt, 2H-kb.txt, 3H-kb.txt
+#   DATA    holding PQ-2H.txt, PQ-3H.txt, 2H-kb.txt, 3H-kb.txt (default: the data sets'
+#           pathquestion folder, $DATA/pathquestion in the READMEs)
 #   ENCODER=1                   1: pack with --embed, the planner uses the sentence encoder (better on
 #                               unseen phrasings, ~10-50 ms per question); 0: words and graph only
 #   EXECUTOR=symbolic           symbolic, neural or hybrid (neural and hybrid need ULTRA)

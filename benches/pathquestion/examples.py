@@ -22,7 +22,7 @@ answers, a path that is not `subject#r1#e1#...#rk#ek#<end>#ek` (k >= 1, every pa
 and without whitespace), or a path whose answer ek is not in the answer set.
 
 Usage:
-    python3 benches/pathquestion/examples.py --data ../shared/data/pathquestion/PQ-2H.txt \
+    python3 benches/pathquestion/examples.py --data $DATA/pathquestion/PQ-2H.txt \
         --split train|test --out FILE [--test-every 5]
 
 Python 3.11, stdlib only.

@@ -8,9 +8,9 @@ runs the renderings in kuzu and Oxigraph, and compares the three answer
 sets. Every mismatch is listed;
 the exit status is 1 when there is one.
 
-    /tmp/peers-venv/bin/python benches/peers/crosscheck.py --kb ../shared/data/metaqa/kb.tsv \\
+    $SCRATCH/peers-venv/bin/python benches/peers/crosscheck.py --kb $DATA/metaqa/kb.tsv \\
         --kgbox target/release/kgbox --bundle metaqa.kgb --trust op.pub \\
-        --queries /tmp/mq/1hop.tsv --queries /tmp/mq/2hop.tsv --queries /tmp/mq/3hop.tsv [--limit 200]
+        --queries $SCRATCH/mq/1hop.tsv --queries $SCRATCH/mq/2hop.tsv --queries $SCRATCH/mq/3hop.tsv [--limit 200]
 
 Query files hold `DSL<TAB>...` lines (benches/metaqa/gold_queries.py); only
 the DSL is used. Duplicate DSL lines are checked once.

@@ -25,8 +25,8 @@ stops after the current chunk and reports what it did (`truncated: true`); the
 child is killed outright 120 s after the budget.
 
 Usage:
-    python3 benches/peers/run_peers.py --kb ../shared/data/metaqa/kb.tsv \
-        --queries /tmp/mq/1hop.tsv --queries /tmp/mq/2hop.tsv [--limit N] [--json]
+    python3 benches/peers/run_peers.py --kb $DATA/metaqa/kb.tsv \
+        --queries $SCRATCH/mq/1hop.tsv --queries $SCRATCH/mq/2hop.tsv [--limit N] [--json]
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@
 #
 #   models/reranker/make_fixture.sh FEATURES_TSV
 #
-# e.g. after `WORK=/tmp/rr KEEP=1 benches/metaqa/rerank.sh ../shared/data/metaqa/kb.tsv`:
-#   models/reranker/make_fixture.sh /tmp/rr/features.tsv
+# e.g. after `WORK=$SCRATCH/rr KEEP=1 benches/metaqa/rerank.sh $DATA/metaqa/kb.tsv`:
+#   models/reranker/make_fixture.sh $SCRATCH/rr/features.tsv
 # PYTHON names a python3 with models/reranker/requirements.txt (default: python3).
 set -euo pipefail
 (($# == 1)) || { echo "usage: models/reranker/make_fixture.sh FEATURES_TSV" >&2; exit 1; }

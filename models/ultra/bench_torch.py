@@ -1,6 +1,6 @@
 """Time the PyTorch entity model on a saved input (for comparison with the Rust runtime).
 
-    python bench_torch.py INPUT.npz [--ckpt ../shared/models/ultra/ultra_3g.pth] [--runs 20] [--threads 1] [--warmup 2]
+    python bench_torch.py INPUT.npz [--ckpt $CKPT_DIR/ultra_3g.pth] [--runs 20] [--threads 1] [--warmup 2]
 
 INPUT.npz holds the entity-model ONNX inputs: h_prob [B,N] f32, query [B,D] f32,
 rel_reps [B,NR,D] f32, edge_src/edge_dst/edge_type [E] int64.  Prints one JSON line

@@ -1,6 +1,6 @@
 """Zero-shot ULTRA link prediction on CoDEx-S (filtered ranking, both directions).
 
-    python eval_codex.py [--data ../shared/data/codex-s] [--ckpt ../shared/models/ultra/ultra_3g.pth]
+    python eval_codex.py [--data $DATA/codex-s] [--ckpt $CKPT_DIR/ultra_3g.pth]
 
 Paths default relative to the repository root (run from there, or pass them).
 Expected for ultra_3g: MRR 0.4716, Hits@10 0.6682.

@@ -1,6 +1,6 @@
 """Export ULTRA checkpoints to ONNX (opset 16) and check them with onnxruntime.
 
-    python export.py [--ckpt-dir ../shared/models/ultra] [--out models/ultra/onnx] [--ckpts ultra_3g ultraquery]
+    python export.py [--ckpt-dir $CKPT_DIR] [--out models/ultra/onnx] [--ckpts ultra_3g ultraquery]
 
 Writes <out>/<ckpt>.relation.onnx and <out>/<ckpt>.entity.onnx (see README.md for
 the contract).  Each file is compared against PyTorch on random inputs of two

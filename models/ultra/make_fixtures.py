@@ -1,6 +1,6 @@
 """Parity fixtures for the Rust ULTRA runtime (PyTorch is the reference).
 
-    python make_fixtures.py [--data ../shared/data/codex-s] [--ckpt-dir ../shared/models/ultra]
+    python make_fixtures.py [--data $DATA/codex-s] [--ckpt-dir $CKPT_DIR]
                             [--out models/ultra/fixtures] [--ckpts ultra_3g ultraquery]
 
 Graph: CoDEx-S train triples minus the 3 most frequent relations (otherwise the
