@@ -397,3 +397,69 @@ fn query_repair_relaxes_empty_queries_and_tightens_on_request() {
         assert!(s == 400 || s == 404 || s == 422, "{body}: {s} {v}");
     }
 }
+
+/// `kgbox query --json` answers through the same query service as
+/// `POST /v1/query`: the same JSON for the same query (timings aside),
+/// with repair and tightening, and the same error for a bad query.
+#[test]
+fn cli_query_json_equals_http() {
+    let (device, server) = demo_server();
+    let without_timings = |mut v: serde_json::Value| {
+        assert!(v["timings_ms"]["total"].is_number(), "{v}");
+        v.as_object_mut().unwrap().remove("timings_ms");
+        if let Some(r) = v["repair"].as_object_mut() {
+            r.remove("ms");
+        }
+        v
+    };
+    let cases: Vec<(Vec<&str>, serde_json::Value)> = vec![
+        (
+            vec!["--top-k", "5", "--paths", "2"],
+            json!({"query": format!("\"{FILM}\" -> directed_by -> directed_by_inv"), "top_k": 5, "paths": 2}),
+        ),
+        (
+            vec!["--top-k", "100", "--paths", "0", "--include-anchors"],
+            json!({"query": format!("\"{FILM}\" -> directed_by -> directed_by_inv"), "top_k": 100, "paths": 0, "include_anchors": true}),
+        ),
+        // An empty query, relaxed by repair.
+        (
+            vec!["--top-k", "10", "--paths", "3"],
+            json!({"query": format!("AND(\"{FILM}\" -> directed_by -> directed_by_inv, \"Blade Runner\" -> directed_by -> directed_by_inv)"), "top_k": 10, "paths": 3}),
+        ),
+        // Tightened by an entity.
+        (
+            vec![
+                "--top-k",
+                "10",
+                "--paths",
+                "3",
+                "--tighten-with",
+                "Spike Lee",
+                "--max-answers",
+                "5",
+            ],
+            json!({"query": "Drama -> has_genre_inv", "top_k": 10, "paths": 3, "tighten_with": ["Spike Lee"], "max_answers": 5}),
+        ),
+    ];
+    for (flags, body) in cases {
+        let query = body["query"].as_str().unwrap();
+        let mut args = vec!["query", "--json"];
+        args.extend_from_slice(&flags);
+        args.push(query);
+        let o = device.kgbox(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let cli: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let (status, http) = server.post_json("/v1/query", &body);
+        assert_eq!(status, 200, "{http}");
+        assert_eq!(without_timings(cli), without_timings(http), "{query}");
+    }
+    let o = device.kgbox(&["query", "--json", "\"Blade Runner\" -> directed_bye"]);
+    assert!(!o.status.success());
+    let (status, http) = server.post_json(
+        "/v1/query",
+        &json!({"query": "\"Blade Runner\" -> directed_bye"}),
+    );
+    assert_eq!(status, 404, "{http}");
+    let message = http["error"]["message"].as_str().unwrap();
+    assert!(stderr(&o).contains(message), "{}\n{http}", stderr(&o));
+}

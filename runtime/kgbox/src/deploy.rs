@@ -140,13 +140,13 @@ pub fn run_probes(served: &Served, cfg: &Config) -> Result<Vec<ProbeOutcome>, St
     let mut opts = cfg.query.exec_options();
     opts.executor = served.executor.mode;
     opts.deadline = Some(Instant::now() + Duration::from_millis(cfg.health.probe_timeout_ms));
-    let projector = served.model.as_deref().map(|m| {
-        kgbox_neural::NeuralProjector::new(&kg, m, served.executor.seppr(served.executor.seppr_k))
-    });
-    let projector = match opts.executor {
-        kgbox_query::Executor::Symbolic => None,
-        _ => projector.as_ref().map(|p| p as &dyn kgbox_query::Projector),
-    };
+    let projector = crate::neural::projector(
+        &kg,
+        served.model.as_deref(),
+        opts.executor,
+        served.executor.seppr(served.executor.seppr_k),
+    );
+    let projector = projector.as_ref().map(|p| p as &dyn kgbox_query::Projector);
     let limits = cfg.query.parse_limits();
     Ok(served
         .bundle

@@ -30,6 +30,20 @@ pub fn load_model(
     .map_err(|e| e.to_string())
 }
 
+/// The neural projector for `executor`, over SEPPR subgraphs of `seppr.k`
+/// nodes: `None` for the symbolic executor or without a model.
+pub fn projector<'k, 'a>(
+    kg: &'k Kg<'a>,
+    model: Option<&'k UltraModel>,
+    executor: Executor,
+    seppr: SepprParams,
+) -> Option<NeuralProjector<'k, 'a>> {
+    match executor {
+        Executor::Symbolic => None,
+        _ => model.map(|m| NeuralProjector::new(kg, m, seppr)),
+    }
+}
+
 /// Runs a DSL query with the executor `opts.executor`, the neural ones over
 /// SEPPR subgraphs of `seppr.k` nodes.
 pub fn run_query(
@@ -40,10 +54,7 @@ pub fn run_query(
     opts: &ExecOptions,
     seppr: SepprParams,
 ) -> Result<(Answers, Timings), QueryError> {
-    let projector = model.map(|m| NeuralProjector::new(kg, m, seppr));
-    let projector = match opts.executor {
-        Executor::Symbolic => None,
-        _ => projector.as_ref().map(|p| p as &dyn kgbox_query::Projector),
-    };
+    let projector = projector(kg, model, opts.executor, seppr);
+    let projector = projector.as_ref().map(|p| p as &dyn kgbox_query::Projector);
     kgbox_query::run_query_with(kg, text, limits, opts, projector)
 }

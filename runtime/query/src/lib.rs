@@ -15,6 +15,7 @@ pub mod diag;
 pub mod exec;
 pub mod fuzzy;
 pub mod link;
+pub mod names;
 pub mod parse;
 pub mod plan;
 pub mod probe;
@@ -30,4 +31,6 @@ pub use exec::{
     execute, execute_with, Answer, Answers, ExecError, ExecOptions, Executor, Projector,
 };
 pub use parse::{parse, parse_with, ParseLimits};
-pub use run::{run_query, run_query_with, QueryError, Timings};
+pub use run::{
+    repair_then, run_query, run_query_with, run_repaired, QueryError, RepairSpec, Repaired, Timings,
+};

@@ -1,4 +1,5 @@
-//! Text in, answers out: parse, bind and execute with timings.
+//! Text in, answers out: parse, bind and execute with timings, and the
+//! same with query repair ([`run_repaired`]).
 
 use std::time::{Duration, Instant};
 
@@ -7,6 +8,7 @@ use kgbox_bundle::Kg;
 use crate::diag::Diagnostic;
 use crate::exec::{execute_with, Answers, ExecError, ExecOptions, Projector};
 use crate::parse::{parse_with, ParseLimits};
+use crate::repair::{repair_text, RepairError, RepairOptions, RepairReport};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum QueryError {
@@ -58,4 +60,88 @@ pub fn run_query_with(
             execute: t3 - t2,
         },
     ))
+}
+
+/// Query repair for [`run_repaired`]: the options, and the entities a
+/// tightening constrains the answers by first (names resolved by the caller).
+#[derive(Debug, Clone, Copy)]
+pub struct RepairSpec<'a> {
+    pub options: &'a RepairOptions,
+    pub with: &'a [u32],
+}
+
+/// A query's answers after repair.
+#[derive(Debug, Clone)]
+pub struct Repaired<T> {
+    /// The answers of `query`.
+    pub outcome: T,
+    /// The text that produced `outcome`: the repaired query when repair
+    /// found one, else the original.
+    pub query: String,
+    /// What repair did, when it ran and had something to do.
+    pub report: Option<RepairReport>,
+    /// Time spent repairing (search plus the second run), when repair ran.
+    pub repair_time: Option<Duration>,
+}
+
+/// Runs `text` with `run`, and when `repair` is given and the answers call
+/// for it (none, or too many when tightening), repairs the query (a
+/// symbolic search, see [`crate::repair`]) and runs the repaired text with
+/// `run` again. `total` reads the answer count from `run`'s outcome. The
+/// one implementation of "run, repair, run again" for every front end.
+pub fn run_repaired<T>(
+    kg: &Kg<'_>,
+    text: &str,
+    limits: &ParseLimits,
+    opts: &ExecOptions,
+    repair: Option<RepairSpec<'_>>,
+    run: impl Fn(&str) -> Result<T, QueryError>,
+    total: impl Fn(&T) -> usize,
+) -> Result<Repaired<T>, QueryError> {
+    let first = run(text)?;
+    let Some(spec) = repair else {
+        return Ok(Repaired {
+            outcome: first,
+            query: text.to_string(),
+            report: None,
+            repair_time: None,
+        });
+    };
+    let t = Instant::now();
+    let (report, rerun) = repair_then(kg, text, total(&first), spec, limits, opts, &run)?;
+    let (outcome, query) = match (rerun, report.as_ref().and_then(|r| r.repaired.clone())) {
+        (Some(outcome), Some(repaired)) => (outcome, repaired),
+        _ => (first, text.to_string()),
+    };
+    Ok(Repaired {
+        outcome,
+        query,
+        report,
+        repair_time: Some(t.elapsed()),
+    })
+}
+
+/// Repairs `text` (whose run found `total` answers) when that calls for
+/// it, and runs the repaired text with `rerun`: the report, and the rerun's
+/// outcome when a repaired query was found.
+pub fn repair_then<T>(
+    kg: &Kg<'_>,
+    text: &str,
+    total: usize,
+    spec: RepairSpec<'_>,
+    limits: &ParseLimits,
+    opts: &ExecOptions,
+    rerun: impl FnOnce(&str) -> Result<T, QueryError>,
+) -> Result<(Option<RepairReport>, Option<T>), QueryError> {
+    let report = repair_text(kg, text, total, spec.with, limits, opts, spec.options).map_err(
+        |e| match e {
+            RepairError::Invalid(d) => QueryError::Invalid(d),
+            RepairError::Exec(e) => QueryError::Exec(e),
+        },
+    )?;
+    let outcome = match report.as_ref().and_then(|r| r.repaired.as_deref()) {
+        Some(repaired) => Some(rerun(repaired)?),
+        None => None,
+    };
+    Ok((report, outcome))
 }

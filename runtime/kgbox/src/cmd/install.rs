@@ -1,13 +1,25 @@
 //! `kgbox install`.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use anyhow::Result;
 use kgbox::install::{install, InstallOptions};
 use kgbox::Config;
 
-pub fn run(cfg: &Config, bundle: &Path, allow_downgrade: bool) -> Result<()> {
-    let report = install(bundle, cfg, &InstallOptions { allow_downgrade })?;
+/// `kgbox install BUNDLE`.
+#[derive(Debug, clap::Args)]
+pub struct InstallArgs {
+    pub bundle: PathBuf,
+    /// Accept a version lower than the active one.
+    #[arg(long)]
+    pub allow_downgrade: bool,
+}
+
+pub fn run(cfg: &Config, args: &InstallArgs) -> Result<()> {
+    let options = InstallOptions {
+        allow_downgrade: args.allow_downgrade,
+    };
+    let report = install(&args.bundle, cfg, &options)?;
     let r = &report.record;
     println!(
         "installed {} {} into slot {} ({} bytes image) in {:.0} ms; it is now active",

@@ -2,12 +2,13 @@
 
 pub mod ask;
 pub mod config;
+pub mod entity;
 pub mod eval;
-pub mod features;
 pub mod install;
-pub mod kgc;
+pub mod link;
 pub mod query;
-pub mod repair;
+pub mod render;
+pub mod rollback;
 pub mod serve;
 pub mod status;
 pub mod verify;

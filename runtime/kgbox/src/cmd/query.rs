@@ -1,18 +1,32 @@
 //! `kgbox query`.
 
 use anyhow::Result;
+use kgbox::http::query::{answer, PathsParam, QueryRequest, QueryTarget};
 use kgbox::Config;
 
+/// `kgbox query QUERY`.
+#[derive(Debug, clap::Args)]
 pub struct QueryArgs {
+    /// The query, e.g. `"Blade Runner" -> directed_by`.
     pub query: String,
+    #[arg(long, default_value_t = 10)]
     pub top_k: usize,
+    /// Provenance paths per answer.
+    #[arg(long, default_value_t = 3)]
     pub paths: usize,
+    /// Keep anchor entities in multi-hop answers.
+    #[arg(long)]
     pub include_anchors: bool,
+    #[arg(long)]
     pub json: bool,
-    /// Print the query in this language instead of running it.
+    /// Print the query as openCypher or SPARQL (cypher | sparql) instead of running it.
+    #[arg(long, value_name = "LANGUAGE")]
     pub render: Option<kgbox_query::render::Language>,
+    #[command(flatten)]
     pub repair: RepairArgs,
+    #[command(flatten)]
     pub source: super::BundleArgs,
+    #[command(flatten)]
     pub exec: super::ExecArgs,
 }
 
@@ -32,29 +46,6 @@ pub struct RepairArgs {
     /// An entity a tightening constrains the answers by first; repeatable.
     #[arg(long, value_name = "ENTITY")]
     pub tighten_with: Vec<String>,
-}
-
-impl RepairArgs {
-    /// The repair options, `None` with `--repair off`.
-    pub fn options(&self) -> Option<kgbox_query::repair::RepairOptions> {
-        (self.repair == kgbox_query::repair::RepairMode::Auto).then(|| {
-            kgbox_query::repair::RepairOptions {
-                tighten: self.tighten || !self.tighten_with.is_empty(),
-                max_answers: self.max_answers.max(1),
-                ..Default::default()
-            }
-        })
-    }
-}
-
-/// `names` (or `#id`s) as entity ids.
-fn resolve_names(kg: &kgbox_bundle::Kg<'_>, names: &[String]) -> Result<Vec<u32>> {
-    names
-        .iter()
-        .map(|name| {
-            kgbox_query::bind::resolve_entity_text(kg, name).map_err(|d| anyhow::anyhow!("{d}"))
-        })
-        .collect()
 }
 
 pub fn run(cfg: &Config, args: &QueryArgs) -> Result<()> {
@@ -79,96 +70,69 @@ pub fn run(cfg: &Config, args: &QueryArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let mut opts = cfg.query.exec_options();
-    opts.top_k = args.top_k;
-    opts.max_paths = args.paths;
-    opts.exclude_anchors = !args.include_anchors;
     let exec = args.exec.apply(&cfg.executor);
-    opts.executor = exec.mode;
     let model = super::load_model(&bundle, &exec, false)?;
-    let run = |text: &str| {
-        kgbox::neural::run_query(
-            &kg,
-            model.as_ref(),
-            text,
-            &cfg.query.parse_limits(),
-            &opts,
-            exec.seppr(exec.seppr_k),
-        )
+    let target = QueryTarget {
+        kg: &kg,
+        model: model.as_ref(),
+        query: &cfg.query,
+        executor: &exec,
     };
-    let (mut answers, mut timings) = run(&args.query)?;
-    let mut report = None;
-    if let Some(ropts) = args.repair.options() {
-        let with = resolve_names(&kg, &args.repair.tighten_with)?;
-        report = kgbox_query::repair::repair_text(
-            &kg,
-            &args.query,
-            answers.total,
-            &with,
-            &cfg.query.parse_limits(),
-            &opts,
-            &ropts,
-        )?;
-        if let Some(text) = report.as_ref().and_then(|r| r.repaired.as_deref()) {
-            (answers, timings) = run(text)?;
-        }
-    }
-    let name = |e: u32| kg.entity_name(e).unwrap_or("?").to_string();
+    let r = answer(&target, args.request(), None).map_err(|e| anyhow::anyhow!("{e}"))?;
     if args.json {
-        let out: Vec<_> = answers
-            .answers
-            .iter()
-            .map(|a| {
-                serde_json::json!({
-                    "id": a.entity,
-                    "name": name(a.entity),
-                    "score": a.score,
-                    "paths": a.paths.iter().map(|p| p.iter().map(|t| kgbox::http::name_triple(&kg, t)).collect::<Vec<_>>()).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "answers": out,
-                "total": answers.total,
-                "executor": exec.mode,
-                "repair": report,
-            }))?
-        );
+        println!("{}", serde_json::to_string_pretty(&r)?);
         return Ok(());
     }
-    if let Some(r) = &report {
-        print_repair(r);
+    if let Some(rep) = &r.repair {
+        print_repair(rep);
     }
+    let t = &r.timings_ms;
     println!(
         "{} answers ({} shown, {} executor), {} edges visited, {:.3} ms",
-        answers.total,
-        answers.answers.len(),
-        exec.mode,
-        answers.edge_visits,
-        (timings.parse + timings.bind + timings.execute).as_secs_f64() * 1e3
+        r.total,
+        r.answers.len(),
+        r.executor,
+        r.edge_visits,
+        t.parse + t.bind + t.execute
     );
-    for (i, a) in answers.answers.iter().enumerate() {
+    for (i, a) in r.answers.iter().enumerate() {
         println!(
             "{:>3}. {}  (score {:.3}, #{})",
             i + 1,
-            name(a.entity),
+            a.name,
             a.score,
-            a.entity
+            a.id
         );
         for p in &a.paths {
             let steps: Vec<String> = p
                 .iter()
-                .map(|t| {
-                    let [h, r, t] = kgbox::http::name_triple(&kg, t);
-                    format!("({h} -{r}-> {t})")
-                })
+                .map(|[h, r, t]| format!("({h} -{r}-> {t})"))
                 .collect();
             println!("       {}", steps.join(" "));
         }
     }
     Ok(())
+}
+
+impl QueryArgs {
+    /// The request `POST /v1/query` would get for these arguments.
+    fn request(&self) -> QueryRequest {
+        let repair = &self.repair;
+        let tighten = repair.tighten || !repair.tighten_with.is_empty();
+        QueryRequest {
+            query: self.query.clone(),
+            top_k: Some(self.top_k),
+            paths: Some(PathsParam::Count(self.paths)),
+            include_anchors: self.include_anchors,
+            executor: self.exec.executor,
+            seppr_k: self.exec.seppr_k,
+            repair: repair.repair,
+            tighten,
+            max_answers: tighten.then_some(repair.max_answers.max(1)),
+            tighten_with: repair.tighten_with.clone(),
+            ..QueryRequest::default()
+        }
+    }
 }
 
 /// A repair report, as text.
@@ -192,105 +156,4 @@ fn print_repair(r: &kgbox_query::repair::RepairReport) {
     for e in &r.edits {
         println!("  {e}");
     }
-}
-
-/// `kgbox link`.
-pub fn link(cfg: &Config, text: &str, top_m: usize, json: bool) -> Result<()> {
-    let bundle = super::load_bundle(cfg, &super::BundleArgs::default())?;
-    let kg = bundle.kg()?;
-    let opts = kgbox_query::link::LinkOptions {
-        top_m,
-        ..Default::default()
-    };
-    let encoder = kgbox::dense::load_encoder(&bundle)
-        .map_err(|e| anyhow::anyhow!("cannot load the bundle's entity encoder: {e}"))?;
-    let mentions = kgbox::dense::link_text(&bundle, &kg, encoder.as_ref(), text, &opts)
-        .map_err(|e| anyhow::anyhow!(e))?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&mentions)?);
-        return Ok(());
-    }
-    if mentions.is_empty() {
-        println!("no mentions found");
-    }
-    for m in &mentions {
-        println!(
-            "{:?} at {}..{}{}",
-            m.text,
-            m.start,
-            m.end,
-            if m.bracketed { " (bracketed)" } else { "" }
-        );
-        if m.candidates.is_empty() {
-            println!("    no matching entity");
-        }
-        for c in &m.candidates {
-            let distance = match c.embedding_distance {
-                Some(d) => format!("embedding distance {d:.3}"),
-                None => format!("distance {}", c.distance),
-            };
-            println!(
-                "    {:.3}  {}  (#{}, {:?}, {distance})",
-                c.probability, c.name, c.entity, c.method
-            );
-        }
-    }
-    Ok(())
-}
-
-/// `kgbox render FILE`: one JSON line per query with its renderings and
-/// its answers (all of them, symbolic executor), or its error.
-pub fn render_file(
-    cfg: &Config,
-    file: &std::path::Path,
-    include_anchors: bool,
-    source: &super::BundleArgs,
-) -> Result<()> {
-    use kgbox_query::render::{render_text, Language, RenderOptions};
-    use std::io::{BufRead, Write};
-    let bundle = super::load_bundle(cfg, source)?;
-    let kg = bundle.kg()?;
-    let input: Box<dyn BufRead> = if file.as_os_str() == "-" {
-        Box::new(std::io::stdin().lock())
-    } else {
-        Box::new(std::io::BufReader::new(std::fs::File::open(file).map_err(
-            |e| anyhow::anyhow!("cannot read {}: {e}", file.display()),
-        )?))
-    };
-    let limits = cfg.query.parse_limits();
-    let mut opts = cfg.query.exec_options();
-    opts.exclude_anchors = !include_anchors;
-    opts.top_k = kg.entity_count().max(1);
-    opts.max_paths = 0;
-    let ropts = RenderOptions {
-        exclude_anchors: !include_anchors,
-        ..Default::default()
-    };
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    for line in input.lines() {
-        let line = line?;
-        let dsl = line.split('\t').next().unwrap_or("").trim();
-        if dsl.is_empty() || dsl.starts_with('#') {
-            continue;
-        }
-        let render = |lang| render_text(&kg, dsl, &limits, lang, &ropts).map_err(|e| e.to_string());
-        let answers = kgbox_query::run_query(&kg, dsl, &limits, &opts).map(|(a, _)| {
-            a.answers
-                .iter()
-                .map(|x| kg.entity_name(x.entity).unwrap_or("?").to_string())
-                .collect::<Vec<_>>()
-        });
-        let v = match (answers, render(Language::Cypher), render(Language::Sparql)) {
-            (Ok(answers), Ok(cypher), Ok(sparql)) => serde_json::json!({
-                "query": dsl, "answers": answers, "cypher": cypher, "sparql": sparql,
-            }),
-            (a, c, s) => serde_json::json!({
-                "query": dsl,
-                "error": a.err().map(|e| e.to_string()).or(c.err()).or(s.err()),
-            }),
-        };
-        writeln!(out, "{v}")?;
-    }
-    out.flush()?;
-    Ok(())
 }

@@ -47,7 +47,18 @@ fn initial(cfg: &Config) -> Result<(Served, Health)> {
     Ok((served, Health::Good))
 }
 
-pub fn run(cfg: Config, started: Instant) -> Result<()> {
+/// `kgbox serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on; overrides http.listen.
+    #[arg(long)]
+    pub listen: Option<String>,
+}
+
+pub fn run(mut cfg: Config, args: ServeArgs, started: Instant) -> Result<()> {
+    if let Some(l) = args.listen {
+        cfg.http.listen = l;
+    }
     init_logging(&cfg.log.level);
     let (served, health) = initial(&cfg)?;
     let admin_token = cfg.admin.token()?;

@@ -1,11 +1,21 @@
-//! `kgbox status`, `kgbox rollback`, `kgbox entity`.
+//! `kgbox status`.
 
 use anyhow::{Context, Result};
-use kgbox::entity::{describe, Direction, Page};
 use kgbox::store::{Slot, SlotStatus, Store};
-use kgbox::{install, Config};
+use kgbox::Config;
 
-pub fn run(cfg: &Config, json: bool, verify: bool) -> Result<()> {
+/// `kgbox status`.
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    #[arg(long)]
+    pub json: bool,
+    /// Also load the active image and re-hash every section.
+    #[arg(long)]
+    pub verify: bool,
+}
+
+pub fn run(cfg: &Config, args: &StatusArgs) -> Result<()> {
+    let (json, verify) = (args.json, args.verify);
     let Some(store) = Store::open(&cfg.data_dir, false)? else {
         if json {
             println!(
@@ -67,38 +77,5 @@ pub fn run(cfg: &Config, json: bool, verify: bool) -> Result<()> {
             println!("active image verified: every section matches its signed sha256");
         }
     }
-    Ok(())
-}
-
-pub fn rollback(cfg: &Config) -> Result<()> {
-    let (from, to) = install::rollback(&cfg.data_dir)?;
-    println!(
-        "rolled back from {} {} (slot {}) to {} {} (slot {})",
-        from.name, from.version, from.slot, to.name, to.version, to.slot
-    );
-    Ok(())
-}
-
-pub fn entity(
-    cfg: &Config,
-    name: &str,
-    limit: usize,
-    offset: usize,
-    direction: &str,
-) -> Result<()> {
-    let bundle = super::load_bundle(cfg, &super::BundleArgs::default())?;
-    let kg = bundle.kg()?;
-    let direction = match direction {
-        "out" => Direction::Out,
-        "in" => Direction::In,
-        _ => Direction::Both,
-    };
-    let page = Page {
-        offset,
-        limit,
-        direction,
-    };
-    let view = describe(&kg, name, &page)?;
-    println!("{}", serde_json::to_string_pretty(&view)?);
     Ok(())
 }

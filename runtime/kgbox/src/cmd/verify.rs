@@ -1,13 +1,22 @@
 //! `kgbox verify`.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use anyhow::Result;
 use kgbox::Config;
 
-pub fn run(cfg: &Config, bundle: &Path, trust: &[String]) -> Result<()> {
-    let keys = super::trusted_keys(cfg, trust)?;
-    let v = kgbox::install::verify(bundle, &keys, cfg)?;
+/// `kgbox verify BUNDLE`.
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    pub bundle: PathBuf,
+    /// Trusted public key (file or inline); repeatable. Default: the config's keys.
+    #[arg(long)]
+    pub trust: Vec<String>,
+}
+
+pub fn run(cfg: &Config, args: &VerifyArgs) -> Result<()> {
+    let keys = super::trusted_keys(cfg, &args.trust)?;
+    let v = kgbox::install::verify(&args.bundle, &keys, cfg)?;
     println!(
         "OK: {} {} ({} bytes), signed by trusted key {}, compatible `{}`, {} entities, {} triples",
         v.manifest.name,

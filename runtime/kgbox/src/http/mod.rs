@@ -18,9 +18,9 @@ use tower_http::timeout::TimeoutLayer;
 
 pub mod admin;
 mod ask;
-mod query;
+pub mod query;
 
-pub use query::{diagnostic_error, name_triple};
+pub use query::diagnostic_error;
 
 use crate::config::{HttpConfig, QueryConfig};
 use crate::entity::{self, LookupError, Page};
@@ -60,6 +60,9 @@ pub struct ApiError {
     message: String,
     /// Extra fields merged into the error object.
     extra: Option<serde_json::Value>,
+    /// The long form for a terminal (e.g. a query diagnostic with its caret
+    /// line), when it says more than `message`.
+    detail: Option<String>,
 }
 
 impl ApiError {
@@ -69,13 +72,32 @@ impl ApiError {
             code,
             message: message.into(),
             extra: None,
+            detail: None,
         }
+    }
+
+    /// The long form of the message, for [`std::fmt::Display`].
+    pub fn with_detail(mut self, detail: String) -> Self {
+        self.detail = Some(detail);
+        self
+    }
+
+    /// The machine-readable error code, e.g. `unknown_entity`.
+    pub fn code(&self) -> &'static str {
+        self.code
     }
 
     /// Adds the fields of `extra` (an object) to the error object.
     pub fn with_extra(mut self, extra: serde_json::Value) -> Self {
         self.extra = Some(extra);
         self
+    }
+}
+
+/// The message (or its long form), as a command-line tool shows it.
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.detail.as_deref().unwrap_or(&self.message))
     }
 }
 

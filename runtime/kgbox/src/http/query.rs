@@ -8,18 +8,19 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use kgbox_bundle::Kg;
-use kgbox_query::exec::Triple;
 use kgbox_query::link::LinkOptions;
+use kgbox_query::names;
 use kgbox_query::repair::{RepairMode, RepairOptions, RepairReport};
 use kgbox_query::retrieve::{retrieve, RetrieveOptions, MAX_HOPS};
-use kgbox_query::{DiagKind, Diagnostic, ExecError, QueryError};
+use kgbox_query::{DiagKind, Diagnostic, ExecError, QueryError, RepairSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{ApiError, AppState};
+use crate::config::{ExecutorConfig, QueryConfig};
 use crate::served::Served;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QueryRequest {
     pub query: String,
@@ -112,7 +113,7 @@ pub struct QueryResponse {
     pub edge_visits: u64,
     /// The executor that ran.
     pub executor: kgbox_query::Executor,
-    pub timings_ms: serde_json::Value,
+    pub timings_ms: QueryTimings,
     /// The query in the language the request asked for (`render`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rendered: Option<serde_json::Value>,
@@ -123,6 +124,16 @@ pub struct QueryResponse {
     /// `repair.repaired` (when a repaired query was found).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repair: Option<RepairReport>,
+}
+
+/// Milliseconds per stage of a query; `repair` is null when repair did not run.
+#[derive(Debug, Serialize)]
+pub struct QueryTimings {
+    pub parse: f64,
+    pub bind: f64,
+    pub execute: f64,
+    pub repair: Option<f64>,
+    pub total: f64,
 }
 
 /// Turns a JSON body rejection into our error envelope.
@@ -148,12 +159,14 @@ pub fn diagnostic_error(d: &Diagnostic) -> ApiError {
         DiagKind::UnknownRelation => (StatusCode::NOT_FOUND, "unknown_relation"),
         _ => (StatusCode::BAD_REQUEST, "invalid_query"),
     };
-    ApiError::new(status, code, d.message.clone()).with_extra(json!({
-        "line": d.line,
-        "column": d.column,
-        "snippet": d.snippet,
-        "suggestions": d.suggestions,
-    }))
+    ApiError::new(status, code, d.message.clone())
+        .with_extra(json!({
+            "line": d.line,
+            "column": d.column,
+            "snippet": d.snippet,
+            "suggestions": d.suggestions,
+        }))
+        .with_detail(d.to_string())
 }
 
 pub fn exec_error(e: &ExecError) -> ApiError {
@@ -183,15 +196,6 @@ fn kg_of(served: &Served) -> Result<Kg<'_>, ApiError> {
     })
 }
 
-/// Names a triple.
-pub fn name_triple(kg: &Kg<'_>, t: &Triple) -> [String; 3] {
-    [
-        kg.entity_name(t[0]).unwrap_or("?").to_string(),
-        kg.relation_name(t[1]).unwrap_or("?").to_string(),
-        kg.entity_name(t[2]).unwrap_or("?").to_string(),
-    ]
-}
-
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
@@ -203,38 +207,59 @@ pub async fn query(
     let Json(req) = body.map_err(bad_body)?;
     let served = state.served();
     let executor = req.executor.unwrap_or(served.executor.mode);
+    let deadline = Some(Instant::now() + state.request_timeout);
+    let run = move |state: &AppState| {
+        let kg = kg_of(&served)?;
+        let target = QueryTarget {
+            kg: &kg,
+            model: served.model.as_deref(),
+            query: &state.query,
+            executor: &served.executor,
+        };
+        answer(&target, req, deadline)
+    };
     if executor == kgbox_query::Executor::Symbolic {
         // Microseconds: run on the async thread.
-        return run_query(&state, &served, req, executor).map(Json);
+        return run(&state).map(Json);
     }
     // Tens of milliseconds of model time: keep it off the async threads.
-    let state2 = state.clone();
-    tokio::task::spawn_blocking(move || run_query(&state2, &served, req, executor))
+    tokio::task::spawn_blocking(move || run(&state))
         .await
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
         .map(Json)
 }
 
-fn run_query(
-    state: &AppState,
-    served: &Served,
+/// What a query runs against: the bundle's graph and neural model, and the
+/// query and executor configuration that requests override.
+pub struct QueryTarget<'t, 'k> {
+    pub kg: &'t Kg<'k>,
+    pub model: Option<&'t kgbox_neural::UltraModel>,
+    pub query: &'t QueryConfig,
+    pub executor: &'t ExecutorConfig,
+}
+
+/// The query service: resolves the executor and options from the
+/// configuration and the request's overrides, translates openCypher or
+/// SPARQL, runs the query (with repair: run, repair, run again), and names
+/// the answers and their paths. `POST /v1/query` and `kgbox query` both
+/// answer through it, so they return the same JSON for the same query.
+pub fn answer(
+    target: &QueryTarget<'_, '_>,
     mut req: QueryRequest,
-    executor: kgbox_query::Executor,
+    deadline: Option<Instant>,
 ) -> Result<QueryResponse, ApiError> {
     let translated = dsl_text(&req)?;
     if let Some(t) = &translated {
         req.query = t.clone();
     }
-    let cfg = &state.query;
-    let seppr_k = req.seppr_k.unwrap_or(served.executor.seppr_k);
-    if seppr_k == 0 || seppr_k > served.executor.max_seppr_k {
+    let (cfg, exec, kg) = (target.query, target.executor, target.kg);
+    let executor = req.executor.unwrap_or(exec.mode);
+    let seppr_k = req.seppr_k.unwrap_or(exec.seppr_k);
+    if seppr_k == 0 || seppr_k > exec.max_seppr_k {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "bad_request",
-            format!(
-                "seppr_k must be between 1 and {}",
-                served.executor.max_seppr_k
-            ),
+            format!("seppr_k must be between 1 and {}", exec.max_seppr_k),
         ));
     }
     let top_k = req.top_k.unwrap_or(cfg.top_k);
@@ -253,70 +278,48 @@ fn run_query(
         Some(PathsParam::Count(n)) => n.min(100),
     };
     opts.exclude_anchors = !req.include_anchors;
-    opts.deadline = Some(Instant::now() + state.request_timeout);
+    opts.deadline = deadline;
     opts.executor = executor;
     let repair = repair_options(&req, cfg.max_top_k)?;
-    let kg = kg_of(served)?;
-    let t = Instant::now();
-    let run = |text: &str| {
-        crate::neural::run_query(
-            &kg,
-            served.model.as_deref(),
-            text,
-            &cfg.parse_limits(),
-            &opts,
-            served.executor.seppr(seppr_k),
-        )
-        .map_err(|e| match e {
-            QueryError::Invalid(d) => diagnostic_error(&d),
-            QueryError::Exec(e) => exec_error(&e),
-        })
+    let with = match repair {
+        Some(_) => {
+            if req.tighten_with.len() > 100 {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "bad_request",
+                    "tighten_with lists at most 100 entities",
+                ));
+            }
+            resolve_names(kg, &req.tighten_with)?
+        }
+        None => Vec::new(),
     };
-    let (mut answers, mut timings) = run(&req.query)?;
-    let mut report = None;
-    let mut repair_ms = None;
-    if let Some(ropts) = repair {
-        let tr = Instant::now();
-        if req.tighten_with.len() > 100 {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "bad_request",
-                "tighten_with lists at most 100 entities",
-            ));
-        }
-        let with = resolve_names(&kg, &req.tighten_with)?;
-        let r = kgbox_query::repair::repair_text(
-            &kg,
-            &req.query,
-            answers.total,
-            &with,
-            &cfg.parse_limits(),
-            &opts,
-            &ropts,
-        )
-        .map_err(|e| match e {
-            kgbox_query::repair::RepairError::Invalid(d) => diagnostic_error(&d),
-            kgbox_query::repair::RepairError::Exec(e) => exec_error(&e),
-        })?;
-        if let Some(text) = r.as_ref().and_then(|r| r.repaired.clone()) {
-            (answers, timings) = run(&text)?;
-            req.query = text;
-        }
-        report = r;
-        repair_ms = Some(ms(tr.elapsed()));
-    }
+    let t = Instant::now();
+    let limits = cfg.parse_limits();
+    let seppr = exec.seppr(seppr_k);
+    let ran = kgbox_query::run_repaired(
+        kg,
+        &req.query,
+        &limits,
+        &opts,
+        repair.as_ref().map(|options| RepairSpec {
+            options,
+            with: &with,
+        }),
+        |text| crate::neural::run_query(kg, target.model, text, &limits, &opts, seppr),
+        |(answers, _)| answers.total,
+    )
+    .map_err(|e| query_error(&e))?;
+    let (answers, timings) = ran.outcome;
+    req.query = ran.query;
     let wire = answers
         .answers
         .iter()
         .map(|a| WireAnswer {
             id: a.entity,
-            name: kg.entity_name(a.entity).unwrap_or("?").to_string(),
+            name: names::entity(kg, a.entity),
             score: a.score,
-            paths: a
-                .paths
-                .iter()
-                .map(|p| p.iter().map(|t| name_triple(&kg, t)).collect())
-                .collect(),
+            paths: a.paths.iter().map(|p| names::path(kg, p)).collect(),
         })
         .collect();
     let rendered = match req.render {
@@ -326,15 +329,14 @@ fn run_query(
                 exclude_anchors: opts.exclude_anchors,
                 ..Default::default()
             };
-            let text =
-                kgbox_query::render::render_text(&kg, &req.query, &cfg.parse_limits(), lang, &r)
-                    .map_err(|e| {
-                        ApiError::new(
-                            StatusCode::UNPROCESSABLE_ENTITY,
-                            "cannot_render",
-                            e.to_string(),
-                        )
-                    })?;
+            let text = kgbox_query::render::render_text(kg, &req.query, &limits, lang, &r)
+                .map_err(|e| {
+                    ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "cannot_render",
+                        e.to_string(),
+                    )
+                })?;
             Some(json!({"language": lang, "text": text}))
         }
     };
@@ -342,18 +344,26 @@ fn run_query(
         answers: wire,
         rendered,
         translated,
-        repair: report,
+        repair: ran.report,
         total: answers.total,
         edge_visits: answers.edge_visits,
         executor,
-        timings_ms: json!({
-            "parse": ms(timings.parse),
-            "bind": ms(timings.bind),
-            "execute": ms(timings.execute),
-            "repair": repair_ms,
-            "total": ms(t.elapsed()),
-        }),
+        timings_ms: QueryTimings {
+            parse: ms(timings.parse),
+            bind: ms(timings.bind),
+            execute: ms(timings.execute),
+            repair: ran.repair_time.map(ms),
+            total: ms(t.elapsed()),
+        },
     })
+}
+
+/// A query that failed to parse, bind or run, as an API error.
+pub fn query_error(e: &QueryError) -> ApiError {
+    match e {
+        QueryError::Invalid(d) => diagnostic_error(d),
+        QueryError::Exec(e) => exec_error(e),
+    }
 }
 
 /// The repair a request asks for: `None` with `"repair": "off"`.
@@ -516,7 +526,7 @@ pub async fn retrieve_subgraph(
         .iter()
         .map(|&e| json!({"id": e, "name": kg.entity_name(e).unwrap_or("?")}))
         .collect();
-    let triples: Vec<[String; 3]> = sub.triples.iter().map(|t| name_triple(&kg, t)).collect();
+    let triples: Vec<[String; 3]> = sub.triples.iter().map(|t| names::triple(&kg, t)).collect();
     Ok(Json(json!({
         "triples": triples,
         "entities": entities,

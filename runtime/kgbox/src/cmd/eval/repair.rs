@@ -14,20 +14,36 @@ use kgbox::Config;
 use kgbox_query::repair::{RepairKind, RepairOptions, RepairReport};
 use serde::Serialize;
 
-use super::eval::{quantile, read_gold, sample_evenly};
+use super::{quantile, read_gold, sample_evenly};
 
+/// `kgbox eval repair`.
+#[derive(Debug, clap::Args)]
 pub struct RepairEvalArgs {
+    #[arg(long)]
     pub queries: PathBuf,
+    /// Only the first N queries.
+    #[arg(long, conflicts_with = "sample")]
     pub limit: Option<usize>,
+    /// N queries spread evenly over the file.
+    #[arg(long)]
     pub sample: Option<usize>,
+    /// Tighten queries with too many answers instead of relaxing empty ones.
+    #[arg(long)]
     pub tighten: bool,
+    #[arg(long, default_value_t = 50)]
     pub max_answers: usize,
+    #[arg(long, default_value_t = 4)]
     pub beam: usize,
+    #[arg(long, default_value_t = 2)]
     pub max_edits: usize,
+    /// Smallest type fit of a replacement relation.
+    #[arg(long, default_value_t = 0.5)]
     pub min_fit: f32,
-    /// Repairs printed to stderr, as examples.
+    /// Print the first N repairs to stderr (examples).
+    #[arg(long, default_value_t = 0)]
     pub examples: usize,
-    pub source: super::BundleArgs,
+    #[command(flatten)]
+    pub source: crate::cmd::BundleArgs,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -60,7 +76,7 @@ pub struct Report {
 }
 
 pub fn run(cfg: &Config, args: &RepairEvalArgs) -> Result<()> {
-    let bundle = super::load_bundle(cfg, &args.source)?;
+    let bundle = crate::cmd::load_bundle(cfg, &args.source)?;
     let kg = bundle.kg()?;
     let mut gold = read_gold(&args.queries)?;
     if let Some(n) = args.limit {

@@ -10,14 +10,28 @@ use kgbox_bundle::Kg;
 use kgbox_neural::kgc;
 use kgbox_neural::subgraph::Subgraph;
 
+/// `kgbox eval kgc`.
+#[derive(Debug, clap::Args)]
 pub struct KgcArgs {
+    /// Test facts, `head<TAB>relation<TAB>tail` (names as in the bundle).
+    #[arg(long)]
     pub test: PathBuf,
+    /// Known facts to filter from the ranking (e.g. train and valid); the
+    /// test facts always are.
+    #[arg(long)]
     pub filter: Vec<PathBuf>,
+    /// Only the first N test facts.
+    #[arg(long)]
     pub limit: Option<usize>,
+    /// Queries per model run.
+    #[arg(long, default_value_t = 4)]
     pub batch: usize,
+    #[arg(long)]
     pub json: bool,
-    pub source: super::BundleArgs,
-    pub exec: super::ExecArgs,
+    #[command(flatten)]
+    pub source: crate::cmd::BundleArgs,
+    #[command(flatten)]
+    pub exec: crate::cmd::ExecArgs,
 }
 
 /// Facts of a `head<TAB>relation<TAB>tail` file as ids. With `strict`, a name
@@ -54,11 +68,11 @@ fn read_facts(kg: &Kg<'_>, path: &Path, strict: bool) -> Result<(Vec<[u32; 3]>, 
 }
 
 pub fn run(cfg: &Config, args: &KgcArgs) -> Result<()> {
-    let bundle = super::load_bundle(cfg, &args.source)?;
+    let bundle = crate::cmd::load_bundle(cfg, &args.source)?;
     let kg = bundle.kg()?;
     let exec = args.exec.apply(&cfg.executor);
-    let model =
-        super::load_model(&bundle, &exec, true)?.context("the bundle has no neural query model")?;
+    let model = crate::cmd::load_model(&bundle, &exec, true)?
+        .context("the bundle has no neural query model")?;
     let (mut test, _) = read_facts(&kg, &args.test, true)?;
     if let Some(n) = args.limit {
         test.truncate(n);

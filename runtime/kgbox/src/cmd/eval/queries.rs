@@ -1,21 +1,38 @@
-//! `kgbox eval queries`: gold DSL queries with their answers.
+//! `kgbox eval queries`: gold DSL queries with their answers; Hits@1/10,
+//! F1, exact match and latency.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use kgbox::Config;
 use serde::Serialize;
 
+use super::{quantile, read_gold, sample_evenly, Latency};
+
+/// `kgbox eval queries`: lines `<DSL><TAB>ans1|ans2|...`.
+#[derive(Debug, clap::Args)]
 pub struct EvalArgs {
+    #[arg(long)]
     pub file: PathBuf,
+    /// Only the first N queries.
+    #[arg(long, conflicts_with = "sample")]
     pub limit: Option<usize>,
+    /// N queries spread evenly over the file (every len/N-th).
+    #[arg(long)]
     pub sample: Option<usize>,
+    /// Answers scoring at least this form the predicted set for F1 and
+    /// exact match (default: any score for symbolic, 0.5 for neural,
+    /// 0.25 for hybrid, i.e. an inferred answer the model gives p >= 0.5).
+    #[arg(long)]
     pub threshold: Option<f32>,
+    #[arg(long)]
     pub json: bool,
-    pub source: super::BundleArgs,
-    pub exec: super::ExecArgs,
+    #[command(flatten)]
+    pub source: crate::cmd::BundleArgs,
+    #[command(flatten)]
+    pub exec: crate::cmd::ExecArgs,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -35,73 +52,8 @@ pub struct Report {
     pub first_errors: Vec<String>,
 }
 
-#[derive(Debug, Default, Serialize)]
-pub struct Latency {
-    pub p50: f64,
-    pub p95: f64,
-    pub p99: f64,
-    pub mean: f64,
-}
-
-/// `n` items spread evenly over `items` (all of them when `n >= len`).
-pub fn sample_evenly<T>(items: Vec<T>, n: usize) -> Vec<T> {
-    let len = items.len();
-    if n == 0 || n >= len {
-        return items;
-    }
-    items
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| (i * n) % len < n)
-        .map(|p| p.1)
-        .collect()
-}
-
-/// The `q`-quantile of sorted values (nearest rank).
-pub fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
-}
-
-/// The data lines of a text file with their 1-based numbers: blank lines
-/// and `#` comments are skipped, a trailing `\r` is dropped.
-pub fn data_lines(path: &Path) -> Result<Vec<(usize, String)>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.trim_end_matches('\r')))
-        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|(n, l)| (n, l.to_string()))
-        .collect())
-}
-
-pub fn read_gold(path: &Path) -> Result<Vec<(usize, String, HashSet<String>)>> {
-    let mut out = Vec::new();
-    for (n, line) in data_lines(path)? {
-        let (query, answers) = line.split_once('\t').with_context(|| {
-            format!(
-                "{}:{}: expected `<query><TAB>ans1|ans2|...`",
-                path.display(),
-                n
-            )
-        })?;
-        let gold = answers
-            .split('|')
-            .map(str::to_string)
-            .filter(|a| !a.is_empty())
-            .collect();
-        out.push((n, query.to_string(), gold));
-    }
-    Ok(out)
-}
-
-pub fn queries(cfg: &Config, args: &EvalArgs) -> Result<()> {
-    let bundle = super::load_bundle(cfg, &args.source)?;
+pub fn run(cfg: &Config, args: &EvalArgs) -> Result<()> {
+    let bundle = crate::cmd::load_bundle(cfg, &args.source)?;
     let kg = bundle.kg()?;
     let mut gold = read_gold(&args.file)?;
     if let Some(n) = args.limit {
@@ -111,7 +63,7 @@ pub fn queries(cfg: &Config, args: &EvalArgs) -> Result<()> {
         gold = sample_evenly(gold, n);
     }
     let exec = args.exec.apply(&cfg.executor);
-    let model = super::load_model(&bundle, &exec, false)?;
+    let model = crate::cmd::load_model(&bundle, &exec, false)?;
     let threshold = args.threshold.unwrap_or(match exec.mode {
         kgbox_query::Executor::Symbolic => f32::MIN_POSITIVE,
         kgbox_query::Executor::Neural => 0.5,

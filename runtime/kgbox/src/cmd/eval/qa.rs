@@ -1,0 +1,303 @@
+//! `kgbox eval qa`: questions with their gold answers through the planner,
+//! the executor and the arbitrator, as `/v1/ask` runs them: Hits@1,
+//! answer-set F1 and latency per stage.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use kgbox::qa::AskParams;
+use kgbox::Config;
+use kgbox_qa::PlannerKind;
+use serde::Serialize;
+
+use super::{data_lines, features, quantile, sample_evenly};
+use crate::cmd::ask::session;
+
+/// Question file formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum QaFormat {
+    /// `question<TAB>ans1|ans2` (topic entity in [brackets]).
+    Metaqa,
+    /// `question<TAB>answer(ans1/ans2)<TAB>path`.
+    Pathquestion,
+}
+
+/// One question with its gold answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GoldQuestion {
+    pub line: usize,
+    pub question: String,
+    pub answers: HashSet<String>,
+}
+
+/// Reads a question file; errors name the file and line.
+pub fn read_questions(path: &Path, format: QaFormat) -> Result<Vec<GoldQuestion>> {
+    let mut out = Vec::new();
+    for (n, line) in data_lines(path)? {
+        let bad = |what: &str| anyhow::anyhow!("{}:{}: {what}", path.display(), n);
+        let mut cols = line.split('\t');
+        let question = cols.next().unwrap_or("").trim().to_string();
+        let answers_col = cols
+            .next()
+            .ok_or_else(|| bad("expected a tab and the answers"))?;
+        let answers: HashSet<String> = match format {
+            QaFormat::Metaqa => answers_col
+                .split('|')
+                .map(|a| a.trim().to_string())
+                .collect(),
+            QaFormat::Pathquestion => {
+                let inner = answers_col
+                    .find('(')
+                    .zip(answers_col.rfind(')'))
+                    .and_then(|(a, b)| answers_col.get(a + 1..b))
+                    .ok_or_else(|| bad("expected `answer(ans1/ans2/...)` in the second column"))?;
+                inner.split('/').map(|a| a.trim().to_string()).collect()
+            }
+        };
+        let answers: HashSet<String> = answers.into_iter().filter(|a| !a.is_empty()).collect();
+        if question.is_empty() || answers.is_empty() {
+            return Err(bad("empty question or no answers"));
+        }
+        out.push(GoldQuestion {
+            line: n,
+            question,
+            answers,
+        });
+    }
+    Ok(out)
+}
+
+/// `kgbox eval qa`: questions with their answers (MetaQA or PathQuestion
+/// files): Hits@1, answer-set F1 and latency per stage.
+#[derive(Debug, clap::Args)]
+pub struct EvalQaArgs {
+    #[arg(long)]
+    pub questions: PathBuf,
+    #[arg(long, value_enum, default_value = "metaqa")]
+    pub format: QaFormat,
+    /// Only the first N questions.
+    #[arg(long, conflicts_with = "sample")]
+    pub limit: Option<usize>,
+    /// N questions spread evenly over the file.
+    #[arg(long)]
+    pub sample: Option<usize>,
+    /// Final answers per question at most (the predicted set for F1).
+    #[arg(long, default_value_t = 1000)]
+    pub top_k: usize,
+    /// learned, llm or local (default: planner.kind).
+    #[arg(long)]
+    pub planner: Option<PlannerKind>,
+    /// One JSON object on the last line.
+    #[arg(long)]
+    pub json: bool,
+    /// Answer without the bundle's reranker (to compare).
+    #[arg(long)]
+    pub no_rerank: bool,
+    /// Write the reranker features of every scored candidate, labelled
+    /// with the gold answers, to FILE (TSV; input of models/reranker/train.py).
+    #[arg(long, value_name = "FILE")]
+    pub export_features: Option<PathBuf>,
+    /// Rerank with PREFIX.onnx and PREFIX.json (from models/reranker/train.py)
+    /// instead of the bundle's reranker, to try one before packing it.
+    #[arg(long, value_name = "PREFIX", conflicts_with = "no_rerank")]
+    pub reranker: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: crate::cmd::BundleArgs,
+    #[command(flatten)]
+    pub exec: crate::cmd::ExecArgs,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct StageLatency {
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct QaReport {
+    pub questions: String,
+    pub n: usize,
+    pub errors: usize,
+    /// Questions in which no entity was found.
+    pub no_entity: usize,
+    pub hits_at_1: f64,
+    pub f1: f64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub stages: std::collections::BTreeMap<&'static str, StageLatency>,
+    pub planner: String,
+    pub executor: String,
+    pub seppr_k: usize,
+    /// Whether the reranker ran (`on`), was turned off, or the bundle has none.
+    pub rerank: &'static str,
+    /// Questions whose best answer the reranker changed.
+    pub rerank_changed_top: usize,
+    /// Questions with a gold answer among the candidates the reranker sees:
+    /// its ceiling (when features were computed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gold_in_candidates: Option<f64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub first_errors: Vec<String>,
+}
+
+fn latency(mut v: Vec<f64>) -> StageLatency {
+    v.sort_by(f64::total_cmp);
+    StageLatency {
+        p50_ms: quantile(&v, 0.5),
+        p95_ms: quantile(&v, 0.95),
+    }
+}
+
+/// A reranker from `models/reranker/train.py`'s files, to try before packing it.
+fn load_reranker_files(prefix: &Path, cfg: &Config) -> Result<kgbox_qa::rerank::Reranker> {
+    let file = |ext: &str| {
+        let mut p = prefix.as_os_str().to_owned();
+        p.push(ext);
+        let p = PathBuf::from(p);
+        std::fs::read(&p).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))
+    };
+    kgbox_qa::rerank::Reranker::load(
+        &file(".json")?,
+        &file(".onnx")?,
+        cfg.executor.engine,
+        cfg.executor.device,
+    )
+    .map_err(|e| anyhow::anyhow!("the reranker {} cannot be used: {e}", prefix.display()))
+}
+
+pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
+    let mut s = session(cfg, &args.source, &args.exec, args.planner)?;
+    if let Some(prefix) = &args.reranker {
+        s.qa.reranker = Some(load_reranker_files(prefix, &s.cfg)?);
+    }
+    let mut gold = read_questions(&args.questions, args.format)?;
+    if let Some(n) = args.limit {
+        gold.truncate(n);
+    }
+    if let Some(n) = args.sample {
+        gold = sample_evenly(gold, n);
+    }
+    let bar = indicatif::ProgressBar::new(gold.len() as u64);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({per_sec}, {eta})")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message("eval qa");
+    let params = AskParams {
+        top_k: Some(args.top_k),
+        paths: Some(0),
+        rerank: Some(!args.no_rerank),
+        // The features of the candidates the reranker sees also give the
+        // ceiling figure; without a reranker they are computed only for
+        // the export, so the latencies stay those of the pipeline.
+        export_features: args.export_features.is_some()
+            || (s.qa.reranker.is_some() && !args.no_rerank),
+        ..AskParams::default()
+    };
+    let mut export = match &args.export_features {
+        Some(path) => Some(features::Export::create(path, &s.bundle)?),
+        None => None,
+    };
+    let mut r = QaReport {
+        questions: args.questions.display().to_string(),
+        n: gold.len(),
+        planner: s.cfg.planner.kind.to_string(),
+        rerank: match (&s.qa.reranker, args.no_rerank) {
+            (None, _) => "absent",
+            (Some(_), true) => "off",
+            (Some(_), false) => "on",
+        },
+        executor: s.cfg.executor.mode.to_string(),
+        seppr_k: s.cfg.executor.seppr_k,
+        ..QaReport::default()
+    };
+    let (mut h1, mut f1) = (0usize, 0.0f64);
+    let mut stage: [Vec<f64>; 6] = Default::default();
+    let mut gold_seen = 0usize;
+    for (qid, q) in gold.iter().enumerate() {
+        bar.inc(1);
+        let res = match s.ask(&q.question, &params) {
+            Ok(res) => res,
+            Err(e) => {
+                r.errors += 1;
+                if matches!(e, kgbox_qa::AskError::NoEntity) {
+                    r.no_entity += 1;
+                }
+                if r.first_errors.len() < 5 {
+                    r.first_errors.push(format!("line {}: {e}", q.line));
+                }
+                continue;
+            }
+        };
+        let t = res.timings_ms;
+        for (v, x) in
+            stage
+                .iter_mut()
+                .zip([t.link, t.plan, t.execute, t.rerank, t.arbitrate, t.total])
+        {
+            v.push(x);
+        }
+        let kg = s.bundle.kg()?;
+        let is_gold = |e: u32| kg.entity_name(e).is_some_and(|n| q.answers.contains(n));
+        gold_seen += usize::from(res.features.iter().any(|f| is_gold(f.entity)));
+        r.rerank_changed_top += usize::from(res.rerank.as_ref().is_some_and(|i| i.changed_top));
+        if let Some(export) = &mut export {
+            export.write(qid, q.line, &res.features, &is_gold)?;
+        }
+        let names: Vec<&str> = res.answers.iter().map(|a| a.name.as_str()).collect();
+        h1 += usize::from(names.first().is_some_and(|n| q.answers.contains(*n)));
+        let predicted: HashSet<&str> = names.into_iter().collect();
+        let hit = predicted.iter().filter(|p| q.answers.contains(**p)).count() as f64;
+        if hit > 0.0 {
+            let (p, rc) = (hit / predicted.len() as f64, hit / q.answers.len() as f64);
+            f1 += 2.0 * p * rc / (p + rc);
+        }
+    }
+    bar.finish_and_clear();
+    if let Some(export) = export {
+        let (path, rows) = export.finish()?;
+        eprintln!("wrote {rows} feature rows to {}", path.display());
+    }
+    let n = gold.len().max(1) as f64;
+    if params.export_features {
+        r.gold_in_candidates = Some(gold_seen as f64 / n);
+    }
+    r.hits_at_1 = h1 as f64 / n;
+    r.f1 = f1 / n;
+    let [link, plan, execute, rerank, arbitrate, total] = stage;
+    let total = latency(total);
+    r.p50_ms = total.p50_ms;
+    r.p95_ms = total.p95_ms;
+    r.stages.insert("link", latency(link));
+    r.stages.insert("plan", latency(plan));
+    r.stages.insert("execute", latency(execute));
+    r.stages.insert("rerank", latency(rerank));
+    r.stages.insert("arbitrate", latency(arbitrate));
+    r.stages.insert("total", total);
+    if args.json {
+        println!("{}", serde_json::to_string(&r)?);
+        return Ok(());
+    }
+    println!(
+        "{}: {} questions, {} errors ({} without an entity); planner {}, executor {}",
+        r.questions, r.n, r.errors, r.no_entity, r.planner, r.executor
+    );
+    println!("Hits@1 {:.4}  F1 {:.4}", r.hits_at_1, r.f1);
+    println!(
+        "reranker {}: best answer changed on {} questions",
+        r.rerank, r.rerank_changed_top
+    );
+    if let Some(g) = r.gold_in_candidates {
+        println!("a gold answer among the reranked candidates: {g:.4}");
+    }
+    println!("latency ms          p50        p95");
+    for (name, l) in &r.stages {
+        println!("  {name:<10} {:>10.3} {:>10.3}", l.p50_ms, l.p95_ms);
+    }
+    for e in &r.first_errors {
+        println!("error: {e}");
+    }
+    Ok(())
+}
