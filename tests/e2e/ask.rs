@@ -5,33 +5,12 @@
 //! triples leave in `remote` mode, every call audited).
 #![allow(clippy::unwrap_used)]
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::json;
 
 use kgbox_testkit::openai_server::{last_user_message, response_schema, FakeLlm};
 use kgbox_testkit::*;
-
-/// (movie, answer) pairs of `relation` in the demo KB, movies with exactly one answer.
-fn facts(relation: &str) -> Vec<(String, String)> {
-    let text = std::fs::read_to_string(repo_root().join("demo/movies.tsv")).unwrap();
-    let mut by_movie: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for line in text.lines() {
-        let cols: Vec<&str> = line.split('\t').collect();
-        if cols.len() == 3 && cols[1] == relation {
-            by_movie
-                .entry(cols[0].to_string())
-                .or_default()
-                .push(cols[2].to_string());
-        }
-    }
-    by_movie
-        .into_iter()
-        .filter(|(m, a)| a.len() == 1 && !m.contains('"') && !m.contains('['))
-        .map(|(m, mut a)| (m, a.remove(0)))
-        .collect()
-}
 
 const PHRASINGS: [(&str, [&str; 4]); 3] = [
     (
@@ -85,7 +64,7 @@ fn learned_bundle() -> Fixture {
     let mut examples = String::from("# question<TAB>DSL<TAB>answers\n");
     let mut probes = Vec::new();
     for (relation, phrasings) in PHRASINGS {
-        let facts = facts(relation);
+        let facts = demo_facts(relation, &['"', '[']);
         assert!(facts.len() > 30, "{relation}: {} facts", facts.len());
         for (i, (movie, answer)) in facts.iter().take(24).enumerate() {
             let q = phrasings[i % 4].replace('M', movie);
@@ -102,10 +81,8 @@ fn learned_bundle() -> Fixture {
     let ex = dir.path().join("examples.tsv");
     std::fs::write(&ex, examples).unwrap();
     let bundle = dir.path().join("qa.kgb");
-    pack(
-        &repo_root().join("demo/movies.tsv"),
+    pack_demo(
         "qa-demo",
-        "1.0.0",
         &keys,
         &bundle,
         &["--planner-examples", ex.to_str().unwrap()],
@@ -259,23 +236,20 @@ fn scripted_llm(right_query: String, pick: String) -> FakeLlm {
     })
 }
 
-fn llm_config(mode: &str, endpoint: &str, audit: &Path, extra: &str) -> String {
-    format!(
-        "[planner]\nkind = \"llm\"\n[llm]\nmode = \"{mode}\"\nendpoint = \"{endpoint}\"\naudit_log = {:?}\n{extra}\n",
-        audit.display().to_string()
-    )
-}
-
 /// A device for `f`'s bundle whose LLM is a scripted server for probe 0,
 /// in `mode` with `extra` `[llm]` settings; also the audit log's path.
 fn llm_device(f: &Fixture, mode: &str, extra: &str) -> (FakeLlm, Device, PathBuf) {
     let p = &f.probes[0];
     let llm = scripted_llm(p.query.clone(), p.answer.clone());
     let audit = f.dir.path().join("audit.jsonl");
-    let device = Device::new(
-        &[&f.keys.public],
-        &llm_config(mode, &llm.base_url(), &audit, extra),
-    );
+    let config = LlmConfig {
+        mode,
+        endpoint: &llm.base_url(),
+        audit_log: &audit,
+        planner: "",
+        llm: extra,
+    };
+    let device = Device::new(&[&f.keys.public], &config.toml());
     device.install_ok(&f.bundle);
     (llm, device, audit)
 }
@@ -368,10 +342,14 @@ fn local_mode_refuses_endpoints_off_this_machine() {
     let f = learned_bundle();
     let audit = f.dir.path().join("audit.jsonl");
     for endpoint in ["http://10.20.30.40:8080/v1", "https://llm.example.com/v1"] {
-        let device = Device::new(
-            &[&f.keys.public],
-            &llm_config("local", endpoint, &audit, ""),
-        );
+        let config = LlmConfig {
+            mode: "local",
+            endpoint,
+            audit_log: &audit,
+            planner: "",
+            llm: "",
+        };
+        let device = Device::new(&[&f.keys.public], &config.toml());
         let o = device.kgbox(&["serve", "--listen", "127.0.0.1:0"]);
         assert!(!o.status.success(), "{endpoint}");
         let err = stderr(&o);
@@ -448,12 +426,14 @@ fn fixed_llm_device(query: &str, planner_extra: &str) -> (FakeLlm, Device, tempf
     });
     let dir = tempfile::tempdir().unwrap();
     let audit = dir.path().join("audit.jsonl");
-    let config = format!(
-        "[planner]\nkind = \"llm\"\n{planner_extra}\n[llm]\nmode = \"remote\"\nendpoint = \"{}\"\naudit_log = {:?}\narbitrate = false\n",
-        llm.base_url(),
-        audit.display().to_string()
-    );
-    let device = Device::new(&[], &config);
+    let config = LlmConfig {
+        mode: "remote",
+        endpoint: &llm.base_url(),
+        audit_log: &audit,
+        planner: planner_extra,
+        llm: "arbitrate = false",
+    };
+    let device = Device::new(&[], &config.toml());
     (llm, device, dir)
 }
 

@@ -12,8 +12,6 @@ use std::time::{Duration, Instant};
 use kgbox_testkit::*;
 
 const TOKEN: &str = "test-admin-token-0123456789";
-const PROBE_OK: &str = "\"Blade Runner\" -> directed_by\tRidley Scott";
-const PROBE_BAD: &str = "\"Blade Runner\" -> directed_by\tSteven Spielberg";
 
 struct Fixture {
     work: tempfile::TempDir,
@@ -46,9 +44,7 @@ impl Fixture {
 }
 
 fn serve_with_token(device: &Device) -> Server {
-    let mut cmd = device.command(&["serve"]);
-    cmd.env("KGBOX_ADMIN_TOKEN", TOKEN);
-    Server::start(cmd)
+    device.serve_with_env(&[("KGBOX_ADMIN_TOKEN", TOKEN)])
 }
 
 fn put(server: &Server, bundle: &Path) -> (u16, serde_json::Value) {
@@ -65,12 +61,7 @@ fn serving(server: &Server) -> (String, String, String) {
 }
 
 fn directed_blade_runner(server: &Server) -> Vec<String> {
-    let (code, v) = server.post_json(
-        "/v1/query",
-        &serde_json::json!({"query": "\"Blade Runner\" -> directed_by"}),
-    );
-    assert_eq!(code, 200, "{v}");
-    answer_names(&v)
+    server.query_names("\"Blade Runner\" -> directed_by")
 }
 
 /// The slot record of `slot` from `kgbox status --json`.
@@ -171,10 +162,10 @@ fn a_crash_between_switch_and_mark_good_rolls_back_at_the_next_start() {
     drop(device.serve());
     assert_eq!(slot_record(&device, "a")["health"], "good");
     // Now a new bundle serves for a minute before it is marked good.
-    let mut cmd = device.command(&["serve"]);
-    cmd.env("KGBOX_ADMIN_TOKEN", TOKEN)
-        .env("KGBOX_HEALTH__SETTLE_MS", "60000");
-    let mut server = Server::start(cmd);
+    let mut server = device.serve_with_env(&[
+        ("KGBOX_ADMIN_TOKEN", TOKEN),
+        ("KGBOX_HEALTH__SETTLE_MS", "60000"),
+    ]);
     let port = server.port;
     let body = read(&v2);
     let pusher = std::thread::spawn(move || {

@@ -37,20 +37,8 @@ fn online(broker: &Mosquitto, id: &str) -> Value {
     wait_status(broker.port, id, T, |v| v["online"] == true)
 }
 
-/// A counter or gauge from `/metrics` (`series` with its labels).
-fn metric(server: &Server, series: &str) -> u64 {
-    let (status, text) = server.get("/metrics");
-    assert_eq!(status, 200);
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .unwrap_or_else(|| panic!("{series} not in /metrics:\n{text}"))
-        .trim()
-        .parse::<f64>()
-        .unwrap() as u64
-}
-
 fn answered(server: &Server) -> u64 {
-    metric(server, "kgbox_mqtt_requests_total{outcome=\"answered\"}")
+    server.metric("kgbox_mqtt_requests_total{outcome=\"answered\"}")
 }
 
 /// Checks a reply that should name Ridley Scott.
@@ -93,18 +81,16 @@ fn ask_and_query_over_mqtt5() {
     c.publish("kgbox/edge-1/ask", ASK.as_bytes(), None, Some(b"x"));
     let no_topic = "kgbox_mqtt_requests_total{outcome=\"no_response_topic\"}";
     wait_until(T, "the dropped request to be counted", || {
-        metric(&server, no_topic) == 1
+        server.metric(no_topic) == 1
     });
     assert_eq!(answered(&server), 2);
     // Counted once the client took the reply, which may be a moment after it arrived.
     let sent = "kgbox_mqtt_replies_total{outcome=\"sent\"}";
-    wait_until(T, "the replies to be counted", || {
-        metric(&server, sent) == 2
-    });
+    wait_until(T, "the replies to be counted", || server.metric(sent) == 2);
     let failed = "kgbox_mqtt_replies_total{outcome=\"failed\"}";
-    assert_eq!(metric(&server, failed), 0);
-    assert_eq!(metric(&server, "kgbox_mqtt_connected"), 1);
-    assert!(metric(&server, "kgbox_mqtt_connects_total") >= 1);
+    assert_eq!(server.metric(failed), 0);
+    assert_eq!(server.metric("kgbox_mqtt_connected"), 1);
+    assert!(server.metric("kgbox_mqtt_connects_total") >= 1);
 }
 
 #[test]
@@ -191,9 +177,7 @@ fn duplicates_are_answered_once_and_bad_payloads_get_errors() {
     let late = c.drain(Duration::from_secs(3));
     assert!(late.is_empty(), "answered twice: {late:?}");
     let dup = "kgbox_mqtt_requests_total{outcome=\"duplicate\"}";
-    wait_until(T, "the duplicate to be counted", || {
-        metric(&server, dup) == 1
-    });
+    wait_until(T, "the duplicate to be counted", || server.metric(dup) == 1);
 
     // The same correlation data with another response topic is another request.
     let reply = c.request("kgbox/edge-3/ask", ASK.as_bytes(), T);
@@ -222,7 +206,7 @@ fn duplicates_are_answered_once_and_bad_payloads_get_errors() {
     let reply = c.request("kgbox/edge-3/query", QUERY.as_bytes(), T);
     assert_ridley(&reply, &server);
     let too_large = "kgbox_mqtt_requests_total{outcome=\"too_large\"}";
-    assert_eq!(metric(&server, too_large), 1);
+    assert_eq!(server.metric(too_large), 1);
 }
 
 #[test]
@@ -240,7 +224,7 @@ fn reconnects_after_a_broker_restart() {
     let early = Client::connect(broker.port);
     broker.stop();
     wait_until(T, "the device to notice the outage", || {
-        metric(&server, "kgbox_mqtt_connected") == 0
+        server.metric("kgbox_mqtt_connected") == 0
     });
     // Queued by the client while the broker is down: answered later or
     // lost with the client's session; either way nothing may crash.
@@ -256,7 +240,7 @@ fn reconnects_after_a_broker_restart() {
     // Resubscribed and the status republished (the broker kept no state).
     let status = online(&broker, "edge-4");
     assert_eq!(status["bundle"]["name"], "demo-movies");
-    assert!(metric(&server, "kgbox_mqtt_connects_total") >= 2);
+    assert!(server.metric("kgbox_mqtt_connects_total") >= 2);
     let c = Client::connect(broker.port);
     assert_ridley(&c.request("kgbox/edge-4/ask", ASK.as_bytes(), T), &server);
     assert_ridley(
@@ -364,7 +348,7 @@ fn mqtt311_fallback_uses_the_envelope() {
     c.publish("kgbox/edge-6/ask", b"not an envelope");
     let no_topic = "kgbox_mqtt_requests_total{outcome=\"no_response_topic\"}";
     wait_until(T, "the dropped request to be counted", || {
-        metric(&server, no_topic) == 1
+        server.metric(no_topic) == 1
     });
     let req = json!({"reply_to": reply_to, "correlation_id": "again", "body": {"question": "who directed [Blade Runner]"}});
     c.publish("kgbox/edge-6/ask", req.to_string().as_bytes());
@@ -392,7 +376,7 @@ fn connects_over_tls_with_the_configured_ca() {
     let d = tls_device("edge-tls", &pki.ca);
     let server = d.serve();
     wait_until(T, "a TLS connection to the broker", || {
-        metric(&server, "kgbox_mqtt_connected") == 1
+        server.metric("kgbox_mqtt_connected") == 1
     });
 
     // A CA that did not sign the broker's certificate: no connection, but
@@ -403,10 +387,10 @@ fn connects_over_tls_with_the_configured_ca() {
     wait_until(T, "a failed TLS attempt", || {
         s2.log().contains("cannot connect to the MQTT broker")
     });
-    assert_eq!(metric(&s2, "kgbox_mqtt_connected"), 0);
-    assert_eq!(metric(&s2, "kgbox_mqtt_connects_total"), 0);
+    assert_eq!(s2.metric("kgbox_mqtt_connected"), 0);
+    assert_eq!(s2.metric("kgbox_mqtt_connects_total"), 0);
     assert_eq!(s2.get("/healthz").0, 200);
-    assert_eq!(metric(&server, "kgbox_mqtt_connected"), 1);
+    assert_eq!(server.metric("kgbox_mqtt_connected"), 1);
 }
 
 #[test]
@@ -424,21 +408,17 @@ fn logs_in_with_username_and_password_from_the_environment() {
         )
     };
     let good = device("edge-auth");
-    let mut cmd = good.command(&["serve"]);
-    cmd.env("EDGE_MQTT_PW", "s3cret-pw");
-    let server = Server::start(cmd);
+    let server = good.serve_with_env(&[("EDGE_MQTT_PW", "s3cret-pw")]);
     wait_until(T, "a password login to the broker", || {
-        metric(&server, "kgbox_mqtt_connected") == 1
+        server.metric("kgbox_mqtt_connected") == 1
     });
 
     let bad = device("edge-auth-2");
-    let mut cmd = bad.command(&["serve"]);
-    cmd.env("EDGE_MQTT_PW", "wrong");
-    let s2 = Server::start(cmd);
+    let s2 = bad.serve_with_env(&[("EDGE_MQTT_PW", "wrong")]);
     wait_until(T, "a refused login", || {
         s2.log().contains("cannot connect to the MQTT broker")
     });
-    assert_eq!(metric(&s2, "kgbox_mqtt_connected"), 0);
+    assert_eq!(s2.metric("kgbox_mqtt_connected"), 0);
     assert!(!s2.log().contains("s3cret-pw") && !s2.log().contains("wrong\""));
-    assert_eq!(metric(&server, "kgbox_mqtt_connected"), 1);
+    assert_eq!(server.metric("kgbox_mqtt_connected"), 1);
 }

@@ -21,10 +21,8 @@ fn neural_bundle() -> Fixture {
     let keys = Keys::new(dir.path(), "neural", 21);
     let bundle = dir.path().join("demo-neural.kgb");
     let ultra = repo_root().join("models/ultra/onnx/ultraquery");
-    pack(
-        &repo_root().join("demo/movies.tsv"),
+    pack_demo(
         "demo-neural",
-        "1.0.0",
         &keys,
         &bundle,
         &["--ultra", ultra.to_str().unwrap()],

@@ -18,11 +18,8 @@ use kgbox_testkit::*;
 /// Generous: CI machines are small and busy.
 const T: Duration = Duration::from_secs(60);
 const TOKEN: &str = "push-test-admin-token-0123456789";
-const PROBE_OK: &str = "\"Blade Runner\" -> directed_by\tRidley Scott";
 #[path = "push_secured.rs"]
 mod secured;
-
-const PROBE_BAD: &str = "\"Blade Runner\" -> directed_by\tSteven Spielberg";
 
 /// A broker and a device serving `films` 1.0.0 over HTTP and MQTT.
 struct Rig {
@@ -51,9 +48,7 @@ fn start_device(
         ),
     );
     device.install_ok(v1);
-    let mut cmd = device.command(&["serve"]);
-    cmd.env("KGBOX_ADMIN_TOKEN", TOKEN);
-    let server = Server::start(cmd);
+    let server = device.serve_with_env(&[("KGBOX_ADMIN_TOKEN", TOKEN)]);
     wait_status(broker.port, id, T, |v| v["online"] == true);
     (device, server)
 }
@@ -91,15 +86,7 @@ impl Rig {
         } else {
             &["--timeout", "120s"]
         };
-        let o = run(Command::new(bin("kgbox-pack"))
-            .arg("push")
-            .arg(bundle)
-            .arg("--quiet")
-            .args(timeout)
-            .args(args)
-            .env("PUSH_TOKEN", TOKEN));
-        eprintln!("push {args:?}:\n{}{}", stdout(&o), stderr(&o));
-        o
+        pack_push(bundle, &[timeout, args].concat(), &[("PUSH_TOKEN", TOKEN)])
     }
 
     fn push_mqtt(&self, bundle: &Path, device: &str, extra: &[&str]) -> Output {
@@ -115,12 +102,7 @@ impl Rig {
 
     /// The directors of Blade Runner, as the device answers now.
     fn directors(&self) -> Vec<String> {
-        let (code, v) = self.server.post_json(
-            "/v1/query",
-            &json!({"query": "\"Blade Runner\" -> directed_by"}),
-        );
-        assert_eq!(code, 200, "{v}");
-        answer_names(&v)
+        self.server.query_names("\"Blade Runner\" -> directed_by")
     }
 
     /// Transfer files left in DATA_DIR/incoming.

@@ -1,7 +1,7 @@
 //! Bundle push through a TLS broker and a broker with passwords.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use kgbox_testkit::mosquitto::{wait_until, Mosquitto, TestPki};
 use kgbox_testkit::*;
@@ -33,24 +33,16 @@ fn secured_device(
         ),
     );
     device.install_ok(&v1);
-    let mut cmd = device.command(&["serve"]);
-    cmd.envs(env.iter().copied());
-    let server = Server::start(cmd);
+    let server = device.serve_with_env(env);
     wait_until(T, "the device's MQTT connection", || {
         mqtt_connected(&server)
     });
     (work, device, server, v2)
 }
 
+/// `kgbox-pack push BUNDLE ARGS...` with a 60 s timeout.
 fn push_cmd(bundle: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let o = run(Command::new(bin("kgbox-pack"))
-        .arg("push")
-        .arg(bundle)
-        .args(["--quiet", "--timeout", "60s"])
-        .args(args)
-        .envs(env.iter().copied()));
-    eprintln!("push {args:?}:\n{}{}", stdout(&o), stderr(&o));
-    o
+    pack_push(bundle, &[&["--timeout", "60s"], args].concat(), env)
 }
 
 #[test]

@@ -19,7 +19,7 @@ fn fixture() -> PathBuf {
 /// Who directed / starred in which demo movie, as planner examples and as
 /// MetaQA-format questions (every answer of the movie is gold).
 fn examples(dir: &Path) -> (PathBuf, PathBuf) {
-    let text = std::fs::read_to_string(repo_root().join("demo/movies.tsv")).unwrap();
+    let text = std::fs::read_to_string(demo_tsv()).unwrap();
     let mut answers: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for line in text.lines() {
         let cols: Vec<&str> = line.split('\t').collect();
@@ -59,10 +59,8 @@ fn reranker_is_packed_served_and_compared() {
     let (ex, questions) = examples(dir.path());
     let bundle = dir.path().join("rr.kgb");
     let fixture = fixture();
-    pack(
-        &repo_root().join("demo/movies.tsv"),
+    pack_demo(
         "rerank-demo",
-        "1.0.0",
         &keys,
         &bundle,
         &[
@@ -171,7 +169,7 @@ fn packager_refuses_a_reranker_with_other_features() {
         run(std::process::Command::new(bin("kgbox-pack")).args([
             "build",
             "--triples",
-            repo_root().join("demo/movies.tsv").to_str().unwrap(),
+            demo_tsv().to_str().unwrap(),
             "--name",
             "x",
             "--version",

@@ -6,32 +6,13 @@
 //! body or audit line carries a triple of the graph.
 #![allow(clippy::unwrap_used)]
 
-use std::collections::BTreeMap;
-
 use serde_json::{json, Value};
 
 use kgbox_testkit::openai_server::{last_user_message, response_schema, FakeLlm};
 use kgbox_testkit::*;
 
-/// (movie, answer) pairs of `relation` in the demo KB, movies with exactly one answer.
-fn facts(relation: &str) -> Vec<(String, String)> {
-    let text = std::fs::read_to_string(repo_root().join("demo/movies.tsv")).unwrap();
-    let mut by_movie: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for line in text.lines() {
-        let cols: Vec<&str> = line.split('\t').collect();
-        if cols.len() == 3 && cols[1] == relation {
-            by_movie
-                .entry(cols[0].to_string())
-                .or_default()
-                .push(cols[2].to_string());
-        }
-    }
-    by_movie
-        .into_iter()
-        .filter(|(m, a)| a.len() == 1 && !m.contains('"') && !m.contains('[') && !m.contains(':'))
-        .map(|(m, mut a)| (m, a.remove(0)))
-        .collect()
-}
+/// Characters that no movie title of the questions may have.
+const PLAIN: &[char] = &['"', '[', ':'];
 
 /// The `enum` of the reply schema's array property `field`.
 fn offered(body: &Value, field: &str) -> Vec<String> {
@@ -67,23 +48,15 @@ fn strategies(v: &Value) -> Vec<(String, u64, u64, bool)> {
         .collect()
 }
 
-fn metric(metrics: &str, series: &str) -> u64 {
-    metrics
-        .lines()
-        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{series} missing: {metrics}"))
-}
-
 #[test]
 fn an_empty_query_falls_through_to_paths_and_triplets() {
     let dir = tempfile::tempdir().unwrap();
     let keys = Keys::new(dir.path(), "strategies", 41);
     let bundle = dir.path().join("movies.kgb");
-    let tsv = repo_root().join("demo/movies.tsv");
-    pack(&tsv, "strategies-demo", "1.0.0", &keys, &bundle, &[]);
+    pack_demo("strategies-demo", &keys, &bundle, &[]);
 
-    let (directed, director) = facts("directed_by").into_iter().nth(3).unwrap();
-    let (written, writer) = facts("written_by")
+    let (directed, director) = demo_facts("directed_by", PLAIN).into_iter().nth(3).unwrap();
+    let (written, writer) = demo_facts("written_by", PLAIN)
         .into_iter()
         .find(|(m, _)| *m != directed)
         .unwrap();
@@ -120,12 +93,14 @@ fn an_empty_query_falls_through_to_paths_and_triplets() {
         }
     });
     let audit = dir.path().join("audit.jsonl");
-    let config = format!(
-        "[planner]\nkind = \"llm\"\nrepair = false\n[llm]\nmode = \"remote\"\nendpoint = \"{}\"\naudit_log = {:?}\n",
-        llm.base_url(),
-        audit.display().to_string()
-    );
-    let device = Device::new(&[&keys.public], &config);
+    let config = LlmConfig {
+        mode: "remote",
+        endpoint: &llm.base_url(),
+        audit_log: &audit,
+        planner: "repair = false",
+        llm: "",
+    };
+    let device = Device::new(&[&keys.public], &config.toml());
     device.install_ok(&bundle);
     let server = device.serve();
 
@@ -204,7 +179,7 @@ fn an_empty_query_falls_through_to_paths_and_triplets() {
         ("kgbox_llm_calls_total{purpose=\"triplets\"}", 1),
         ("kgbox_llm_calls_total{purpose=\"final_answer\"}", 2),
     ] {
-        assert_eq!(metric(&metrics, series), n, "{series}");
+        assert_eq!(metric_in(&metrics, series), n, "{series}");
     }
 
     // Every call was audited, and no triple left the box.

@@ -3,8 +3,11 @@
 //! driven through the real `kgbox`, and servers reached over real HTTP.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod demo;
 pub mod mosquitto;
 pub mod openai_server;
+
+pub use demo::{demo_facts, demo_tsv, pack_demo, LlmConfig};
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;
@@ -175,6 +178,13 @@ impl Device {
     pub fn serve(&self) -> Server {
         Server::start(self.command(&["serve"]))
     }
+
+    /// `kgbox serve` with `env` added to its environment.
+    pub fn serve_with_env(&self, env: &[(&str, &str)]) -> Server {
+        let mut cmd = self.command(&["serve"]);
+        cmd.envs(env.iter().copied());
+        Server::start(cmd)
+    }
 }
 
 /// A free loopback port (bound then released).
@@ -278,6 +288,20 @@ impl Server {
         assert_eq!(status, 200, "GET {path}: {body}");
         serde_json::from_str(&body).unwrap()
     }
+
+    /// A counter or gauge from `/metrics` (`series` with its labels).
+    pub fn metric(&self, series: &str) -> u64 {
+        let (status, text) = self.get("/metrics");
+        assert_eq!(status, 200);
+        metric_in(&text, series)
+    }
+
+    /// The answer names of `POST /v1/query` for `query`, expecting 200.
+    pub fn query_names(&self, query: &str) -> Vec<String> {
+        let (code, v) = self.post_json("/v1/query", &serde_json::json!({ "query": query }));
+        assert_eq!(code, 200, "{v}");
+        answer_names(&v)
+    }
 }
 
 impl Server {
@@ -332,6 +356,28 @@ impl Drop for Server {
     }
 }
 
+/// The value of `series` (with its labels) in a `/metrics` text.
+pub fn metric_in(text: &str, series: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("{series} not in /metrics:\n{text}"))
+        .trim()
+        .parse::<f64>()
+        .unwrap() as u64
+}
+
+/// `kgbox-pack push BUNDLE --quiet ARGS...` with `env` added; prints its output.
+pub fn pack_push(bundle: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let o = run(Command::new(bin("kgbox-pack"))
+        .arg("push")
+        .arg(bundle)
+        .arg("--quiet")
+        .args(args)
+        .envs(env.iter().copied()));
+    eprintln!("push {args:?}:\n{}{}", stdout(&o), stderr(&o));
+    o
+}
+
 /// Percent-encodes a path segment.
 pub fn encode(s: &str) -> String {
     let mut out = String::new();
@@ -359,6 +405,11 @@ pub fn read(path: &Path) -> Vec<u8> {
 pub fn metaqa_kb() -> PathBuf {
     repo_root().join("../shared/data/metaqa/kb.tsv")
 }
+
+/// A probe query of [`small_tsv`] with its right answer.
+pub const PROBE_OK: &str = "\"Blade Runner\" -> directed_by\tRidley Scott";
+/// A probe query of [`small_tsv`] with a wrong answer.
+pub const PROBE_BAD: &str = "\"Blade Runner\" -> directed_by\tSteven Spielberg";
 
 /// A small movie KG in TSV, with a duplicate line.
 pub fn small_tsv(dir: &Path) -> PathBuf {
@@ -421,7 +472,7 @@ pub fn test_gguf() -> Option<PathBuf> {
 /// Every triple of the demo KB in the forms a prompt could carry it, for
 /// checking that none leaves the box.
 pub fn triple_forms() -> Vec<String> {
-    let text = std::fs::read_to_string(repo_root().join("demo/movies.tsv")).unwrap_or_default();
+    let text = std::fs::read_to_string(demo_tsv()).unwrap_or_default();
     let mut forms = Vec::new();
     for line in text.lines() {
         let c: Vec<&str> = line.split('\t').collect();

@@ -1,0 +1,25 @@
+//! The end-to-end tests, one binary with one module per area: each test runs
+//! the real `kgbox` and `kgbox-pack` (built first: `cargo build -p kgbox -p
+//! kgbox-pack`) as processes over real sockets, through the harness in the
+//! `kgbox_testkit` library.
+//!
+//! One area: `cargo test -p kgbox-testkit --test e2e ask::`; one test:
+//! `cargo test -p kgbox-testkit --test e2e -- --exact serve::NAME`.
+//!
+//! The tests share one process: none may set environment variables, change
+//! the current directory or hold a fixed port; each child process gets its
+//! own environment, temporary directories and free ports.
+
+mod ask;
+mod config;
+mod dense;
+mod deploy;
+mod faults;
+mod mqtt;
+mod neural;
+mod power_loss;
+mod push;
+mod query_api;
+mod rerank;
+mod serve;
+mod strategies;
