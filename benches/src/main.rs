@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo build --release -p kgbox
-//! cargo run --release -p kgbox-benches --bin kgbox-perf -- --kb ../shared/data/metaqa/kb.tsv [--runs N] [--json]
+//! cargo run --release -p kgbox-benches --bin kgbox-perf -- --kb $DATA/metaqa/kb.tsv [--runs N] [--json]
 //! ```
 //!
 //! Packs the KB in-process (median of N), compares the bundle with `zstd -19`
@@ -30,7 +30,7 @@ mod report;
     about = "Measure pack time, bundle size, install time, cold start and RSS of kgbox"
 )]
 struct Args {
-    /// The KB: TSV `head<TAB>relation<TAB>tail` (e.g. ../shared/data/metaqa/kb.tsv).
+    /// The KB: TSV `head<TAB>relation<TAB>tail` (e.g. $DATA/metaqa/kb.tsv, where $DATA holds the data sets).
     #[arg(long)]
     kb: PathBuf,
     /// Runs of each timed step (pack, install, serve).

@@ -3,10 +3,10 @@
 //! ```text
 //! cargo build --release -p kgbox -p kgbox-benches
 //! cargo run --release -p kgbox-benches --bin kgbox-load -- \
-//!     --kb ../shared/data/metaqa/kb.tsv --queries /tmp/gold2.tsv \
+//!     --kb $DATA/metaqa/kb.tsv --queries $SCRATCH/gold2.tsv \
 //!     [--queries FILE ...] [--concurrency 32] [--seconds 10] [--warmup 2] [--json]
 //! cargo run --release -p kgbox-benches --bin kgbox-load -- \
-//!     --url http://127.0.0.1:8080 --queries /tmp/gold2.tsv
+//!     --url http://127.0.0.1:8080 --queries $SCRATCH/gold2.tsv
 //! ```
 //!
 //! With `--kb` it packs the KB in-process (fixed-seed key) into a temporary
@@ -47,7 +47,7 @@ use serde_json::{json, Value};
     about = "Bounded loopback load on POST /v1/query: throughput, latency, server RSS"
 )]
 struct Args {
-    /// The KB TSV to pack, install and serve (e.g. ../shared/data/metaqa/kb.tsv).
+    /// The KB TSV to pack, install and serve (e.g. $DATA/metaqa/kb.tsv, where $DATA holds the data sets).
     #[arg(long, required_unless_present = "url", conflicts_with = "url")]
     kb: Option<PathBuf>,
     /// Load an already running server instead (http://127.0.0.1:PORT; loopback only).
