@@ -104,7 +104,10 @@ mod tests {
             BrokerUrl::parse("mqtt://x:port"),
             Err(BrokerUrlError::BadPort)
         );
-        assert_eq!(BrokerUrl::parse("mqtt://:1883"), Err(BrokerUrlError::NoHost));
+        assert_eq!(
+            BrokerUrl::parse("mqtt://:1883"),
+            Err(BrokerUrlError::NoHost)
+        );
         assert_eq!(BrokerUrl::parse("mqtt://"), Err(BrokerUrlError::NoHost));
         assert_eq!(
             BrokerUrlError::BadPort.to_string(),

@@ -118,8 +118,10 @@ impl DeviceTopics {
     pub fn new(device_id: &str, group: Option<&str>, bundle_push: bool) -> DeviceTopics {
         let prefix = format!("{ROOT}/{device_id}/");
         let kinds = [RequestKind::Ask, RequestKind::Query];
-        let mut subscriptions: Vec<String> =
-            kinds.iter().map(|k| format!("{prefix}{}", k.level())).collect();
+        let mut subscriptions: Vec<String> = kinds
+            .iter()
+            .map(|k| format!("{prefix}{}", k.level()))
+            .collect();
         if let Some(g) = group {
             for k in kinds {
                 subscriptions.push(format!("$share/{g}/{ROOT}/{}", k.level()));
@@ -214,7 +216,10 @@ mod tests {
     #[test]
     fn routes() {
         let t = DeviceTopics::new("edge-7", Some("fleet"), true);
-        assert_eq!(t.route("kgbox/edge-7/ask"), Route::Request(RequestKind::Ask));
+        assert_eq!(
+            t.route("kgbox/edge-7/ask"),
+            Route::Request(RequestKind::Ask)
+        );
         assert_eq!(
             t.route("kgbox/edge-7/query"),
             Route::Request(RequestKind::Query)

@@ -6,8 +6,8 @@
 use kgbox_protocol::http::{ErrorBody, ErrorDetail, HEALTH_CHECK_FAILED};
 use kgbox_protocol::push::{BadManifest, MAX_CHUNKS};
 use kgbox_protocol::{
-    to_wire, BundleRef, DeployOutcome, DeployReport, DeployTimings, DeviceStatus, Health,
-    Manifest, ProbeOutcome, Progress, Slot, StatusMessage, TransferState,
+    to_wire, BundleRef, DeployOutcome, DeployReport, DeployTimings, DeviceStatus, Health, Manifest,
+    ProbeOutcome, Progress, Slot, StatusMessage, TransferState,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -68,7 +68,8 @@ fn report(outcome: DeployOutcome) -> DeployReport {
         outcome,
         bundle: films("1.1.0"),
         slot: Slot::B,
-        reason: (outcome == DeployOutcome::RolledBack).then(|| "1 of 3 probe queries failed".into()),
+        reason: (outcome == DeployOutcome::RolledBack)
+            .then(|| "1 of 3 probe queries failed".into()),
         probes: probes(),
         serving: films(if outcome == DeployOutcome::RolledBack {
             "1.0.0"
@@ -103,7 +104,10 @@ fn the_transfer_manifest() {
         r#"{{"allow_downgrade":false,"chunk_bytes":262144,"sha256":"{SHA}","size":123456,"transfer":"ba7816bf8f01cfea"}}"#
     );
     same(&m, &wire);
-    assert_eq!(Manifest::parse(wire.as_bytes(), 1 << 20, 1 << 20), Ok(m.clone()));
+    assert_eq!(
+        Manifest::parse(wire.as_bytes(), 1 << 20, 1 << 20),
+        Ok(m.clone())
+    );
     assert_eq!(m.chunks(), 1);
     // `allow_downgrade` may be left out; the digest is taken in any case.
     let upper = format!(
@@ -111,7 +115,10 @@ fn the_transfer_manifest() {
         SHA.to_uppercase()
     );
     let m = Manifest::parse(upper.as_bytes(), 1 << 20, 4096).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!((m.sha256.as_str(), m.allow_downgrade, m.chunks()), (SHA, false, 5));
+    assert_eq!(
+        (m.sha256.as_str(), m.allow_downgrade, m.chunks()),
+        (SHA, false, 5)
+    );
     assert_eq!((m.chunk_len(4), m.chunk_len(5)), (Some(904), None));
 }
 
@@ -121,10 +128,22 @@ fn manifests_a_device_refuses() {
     let e = parse("{").err();
     assert!(e.is_some_and(|e| e.transfer.is_empty() && e.error.contains("not JSON")));
     let cases = [
-        (r#"{"transfer":"a/b","size":1,"sha256":"x","chunk_bytes":1024}"#, "transfer id"),
-        (r#"{"transfer":"t","size":0,"sha256":"x","chunk_bytes":1024}"#, "admin.max_bundle_bytes"),
-        (r#"{"transfer":"t","size":9,"sha256":"x","chunk_bytes":9000}"#, "mqtt.bundle_chunk_max_bytes"),
-        (r#"{"transfer":"t","size":9,"sha256":"x","chunk_bytes":1024}"#, "64 hex digits"),
+        (
+            r#"{"transfer":"a/b","size":1,"sha256":"x","chunk_bytes":1024}"#,
+            "transfer id",
+        ),
+        (
+            r#"{"transfer":"t","size":0,"sha256":"x","chunk_bytes":1024}"#,
+            "admin.max_bundle_bytes",
+        ),
+        (
+            r#"{"transfer":"t","size":9,"sha256":"x","chunk_bytes":9000}"#,
+            "mqtt.bundle_chunk_max_bytes",
+        ),
+        (
+            r#"{"transfer":"t","size":9,"sha256":"x","chunk_bytes":1024}"#,
+            "64 hex digits",
+        ),
         (r#"{"transfer":"t","size":9}"#, "bad transfer manifest"),
     ];
     for (j, why) in cases {
@@ -175,7 +194,13 @@ fn progress_while_receiving_and_installing() {
 
 #[test]
 fn final_progress() {
-    let p = Progress::failed("dev1", "t1", 0, 0, "busy: transfer t0 is being installed".into());
+    let p = Progress::failed(
+        "dev1",
+        "t1",
+        0,
+        0,
+        "busy: transfer t0 is being installed".into(),
+    );
     same(
         &p,
         r#"{"device_id":"dev1","error":"busy: transfer t0 is being installed","received":0,"state":"failed","total":0,"transfer":"t1"}"#,
