@@ -39,7 +39,7 @@ enum Ev {
     Connected,
     SubAck(bool),
     PubAck(Option<String>),
-    Progress(String, Progress),
+    Progress(String, Box<Progress>),
     Lost(String),
     Fatal(String),
 }
@@ -75,7 +75,7 @@ async fn drive(mut el: EventLoop, client: AsyncClient, sub: String, tx: mpsc::Un
                 let topic = String::from_utf8_lossy(&p.topic).to_string();
                 let device = progress_device(&topic);
                 match (device, serde_json::from_slice::<Progress>(&p.payload)) {
-                    (Some(d), Ok(v)) => Some(Ev::Progress(d.to_string(), v)),
+                    (Some(d), Ok(v)) => Some(Ev::Progress(d.to_string(), Box::new(v))),
                     _ => None,
                 }
             }
@@ -302,7 +302,7 @@ impl<'a> Pusher<'a> {
                 "connection to {} lost ({e}); reconnecting",
                 self.target.broker
             )),
-            Ev::Progress(device, m) => self.progress(device, m),
+            Ev::Progress(device, m) => self.progress(device, *m),
             // A reconnect: acknowledgements of what was in flight may never
             // come; what the devices lack is asked for again anyway.
             Ev::Connected => self.acked = self.published,
