@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use serde_json::{json, Value};
+use kgbox_protocol::http::{ErrorBody, HEALTH_CHECK_FAILED};
+use kgbox_protocol::{BundleRef, DeployReport, Progress, Slot, TransferState};
 use sha2::{Digest, Sha256};
 
 #[derive(Debug, clap::Args)]
@@ -109,31 +110,32 @@ impl Bundle {
     }
 }
 
-/// The terminal states of a transfer.
-pub(crate) fn is_terminal(state: &str) -> bool {
-    matches!(state, "installed" | "rolled_back" | "failed")
-}
-
-/// One line on a device's final progress message.
-pub(crate) fn describe(m: &Value) -> String {
-    let s = |v: &Value| v.as_str().unwrap_or("?").to_string();
-    let bundle = |v: &Value| format!("{} {}", s(&v["name"]), s(&v["version"]));
-    match m["state"].as_str().unwrap_or("") {
-        "installed" => format!(
+/// One line on a device's progress message.
+pub(crate) fn describe(m: &Progress) -> String {
+    let bundle = |b: &Option<BundleRef>| b.as_ref().map_or("? ?".to_string(), BundleRef::to_string);
+    let or_unknown = |s: &Option<String>| s.as_deref().unwrap_or("?").to_string();
+    match m.state {
+        TransferState::Installed => format!(
             "installed {} (slot {})",
-            bundle(&m["bundle"]),
-            s(&m["slot"])
+            bundle(&m.bundle),
+            m.slot.map_or("?", Slot::name)
         ),
-        "rolled_back" => {
-            let mut line = format!("rolled_back: {}", s(&m["reason"]));
-            if m["serving"].is_object() {
-                line.push_str(&format!("; {} keeps serving", bundle(&m["serving"])));
+        TransferState::RolledBack => {
+            let mut line = format!("rolled_back: {}", or_unknown(&m.reason));
+            if let Some(serving) = &m.serving {
+                line.push_str(&format!("; {serving} keeps serving"));
             }
             line
         }
-        "failed" => format!("failed: {}", s(&m["error"])),
-        other => format!("{other} ({}/{} chunks)", m["received"], m["total"]),
+        TransferState::Failed => format!("failed: {}", or_unknown(&m.error)),
+        other => format!("{other} ({}/{} chunks)", m.received, m.total),
     }
+}
+
+/// A progress message in `state` for a device pushed to over HTTP (no
+/// transfer, no chunks), to [`describe`] what it answered.
+fn http_outcome(state: TransferState) -> Progress {
+    Progress::new("", "", state, 0, 0)
 }
 
 pub fn run(args: &PushArgs) -> Result<()> {
@@ -159,15 +161,14 @@ pub fn run(args: &PushArgs) -> Result<()> {
     );
     let mut failed = 0;
     for (device, m) in &report.devices {
-        let state = m["state"].as_str().unwrap_or("");
-        if is_terminal(state) {
-            println!("{device}: {}", describe(m));
-        } else if m.is_null() {
-            println!("{device}: timeout (no answer: is it online, with mqtt.bundle_push on?)");
-        } else {
-            println!("{device}: timeout (last state: {})", describe(m));
+        match m {
+            Some(m) if m.state.is_terminal() => println!("{device}: {}", describe(m)),
+            Some(m) => println!("{device}: timeout (last state: {})", describe(m)),
+            None => {
+                println!("{device}: timeout (no answer: is it online, with mqtt.bundle_push on?)")
+            }
         }
-        failed += usize::from(state != "installed");
+        failed += usize::from(m.as_ref().map(|m| m.state) != Some(TransferState::Installed));
     }
     let total = report.devices.len();
     if let Some(n) = args.expect.filter(|n| *n > total) {
@@ -265,31 +266,42 @@ fn push_http(args: &PushArgs, url: &str, bundle: &Bundle) -> Result<()> {
         Err(ureq::Error::Status(code, r)) => (code, r.into_string().unwrap_or_default()),
         Err(e) => bail!("cannot reach {endpoint}: {e}"),
     };
-    let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
     println!(
         "pushed {} ({} bytes) over HTTP in {secs:.1} s",
         bundle.path.display(),
         bundle.size
     );
     if status == 200 {
-        let state = json!({"state": "installed", "bundle": v["bundle"], "slot": v["slot"]});
+        let report = serde_json::from_str::<DeployReport>(&text).ok();
+        let state = Progress {
+            bundle: report.as_ref().map(|r| r.bundle.clone()),
+            slot: report.as_ref().map(|r| r.slot),
+            ..http_outcome(TransferState::Installed)
+        };
         println!("{device}: {}", describe(&state));
         return Ok(());
     }
-    let err = &v["error"];
-    if err["code"] == "health_check_failed" {
-        let r = &err["report"];
-        let state = json!({"state": "rolled_back", "reason": r["reason"], "serving": r["serving"]});
+    let err = serde_json::from_str::<ErrorBody>(&text)
+        .ok()
+        .map(|b| b.error);
+    if let Some(e) = err.as_ref().filter(|e| e.code == HEALTH_CHECK_FAILED) {
+        let r = e.report.as_ref();
+        let state = Progress {
+            reason: r.and_then(|r| r.reason.clone()),
+            serving: r.map(|r| r.serving.clone()),
+            ..http_outcome(TransferState::RolledBack)
+        };
         println!("{device}: {}", describe(&state));
         bail!("{device} rolled the bundle back");
     }
-    let message = err["message"].as_str().map(str::to_string).unwrap_or(text);
-    println!(
-        "{device}: {}",
-        describe(&json!({"state": "failed", "error": message}))
-    );
-    match err["code"].as_str() {
-        Some(code) => bail!("{endpoint}: HTTP {status} {code}: {message}"),
+    let message = err.as_ref().map_or(text, |e| e.message.clone());
+    let state = Progress {
+        error: Some(message.clone()),
+        ..http_outcome(TransferState::Failed)
+    };
+    println!("{device}: {}", describe(&state));
+    match err {
+        Some(e) => bail!("{endpoint}: HTTP {status} {}: {message}", e.code),
         None => bail!("{endpoint}: HTTP {status}: {message}"),
     }
 }
@@ -299,25 +311,40 @@ fn push_http(args: &PushArgs, url: &str, bundle: &Bundle) -> Result<()> {
 mod tests {
     use super::*;
 
+    fn films(version: &str) -> Option<BundleRef> {
+        Some(BundleRef {
+            name: "films".into(),
+            version: version.into(),
+        })
+    }
+
     #[test]
     fn describes_final_states() {
-        let m = json!({"state": "installed", "bundle": {"name": "films", "version": "1.1.0"}, "slot": "b"});
+        let m = Progress {
+            bundle: films("1.1.0"),
+            slot: Some(Slot::B),
+            ..http_outcome(TransferState::Installed)
+        };
         assert_eq!(describe(&m), "installed films 1.1.0 (slot b)");
-        let m = json!({"state": "rolled_back", "reason": "1 of 1 probe queries failed",
-                       "serving": {"name": "films", "version": "1.0.0"}});
+        assert_eq!(
+            describe(&http_outcome(TransferState::Installed)),
+            "installed ? ? (slot ?)"
+        );
+        let m = Progress {
+            reason: Some("1 of 1 probe queries failed".into()),
+            serving: films("1.0.0"),
+            ..http_outcome(TransferState::RolledBack)
+        };
         assert_eq!(
             describe(&m),
             "rolled_back: 1 of 1 probe queries failed; films 1.0.0 keeps serving"
         );
-        assert_eq!(
-            describe(&json!({"state": "failed", "error": "bad signature"})),
-            "failed: bad signature"
-        );
-        assert_eq!(
-            describe(&json!({"state": "receiving", "received": 3, "total": 9})),
-            "receiving (3/9 chunks)"
-        );
-        assert!(is_terminal("rolled_back") && !is_terminal("health_check"));
+        let m = Progress::failed("d", "t1", 0, 0, "bad signature".into());
+        assert_eq!(describe(&m), "failed: bad signature");
+        let m = Progress::new("d", "t1", TransferState::Receiving, 3, 9);
+        assert_eq!(describe(&m), "receiving (3/9 chunks)");
+        let m = Progress::new("d", "t1", TransferState::HealthCheck, 9, 9);
+        assert_eq!(describe(&m), "health_check (9/9 chunks)");
     }
 
     #[test]

@@ -8,14 +8,15 @@ use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use kgbox_protocol::topics::progress_device;
+use kgbox_protocol::{to_wire, Manifest, Progress, TransferState};
 use rumqttc::v5::mqttbytes::v5::{Packet, PubAckReason, SubscribeReasonCode};
 use rumqttc::v5::mqttbytes::QoS;
 use rumqttc::v5::{AsyncClient, Event, EventLoop, MqttOptions};
-use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::target::Target;
-use super::{describe, is_terminal, progress_bar, Bundle, PushArgs};
+use super::{describe, progress_bar, Bundle, PushArgs};
 
 /// Requests queued in the client (chunks waiting beyond the broker's window).
 const CHANNEL: usize = 16;
@@ -28,17 +29,17 @@ const IDLE: Duration = Duration::from_secs(2);
 const DISCOVER: Duration = Duration::from_secs(3);
 
 /// What happened: chunks sent, and each device's last progress message
-/// (`Null`: it never answered).
+/// (`None`: it never answered).
 pub(crate) struct Report {
     pub sent: u64,
-    pub devices: BTreeMap<String, Value>,
+    pub devices: BTreeMap<String, Option<Progress>>,
 }
 
 enum Ev {
     Connected,
     SubAck(bool),
     PubAck(Option<String>),
-    Progress(String, Value),
+    Progress(String, Box<Progress>),
     Lost(String),
     Fatal(String),
 }
@@ -72,11 +73,9 @@ async fn drive(mut el: EventLoop, client: AsyncClient, sub: String, tx: mpsc::Un
             )),
             Ok(Event::Incoming(Packet::Publish(p))) => {
                 let topic = String::from_utf8_lossy(&p.topic).to_string();
-                let device = topic
-                    .strip_prefix("kgbox/")
-                    .and_then(|r| r.strip_suffix("/bundle/progress"));
-                match (device, serde_json::from_slice::<Value>(&p.payload)) {
-                    (Some(d), Ok(v)) => Some(Ev::Progress(d.to_string(), v)),
+                let device = progress_device(&topic);
+                match (device, serde_json::from_slice::<Progress>(&p.payload)) {
+                    (Some(d), Ok(v)) => Some(Ev::Progress(d.to_string(), Box::new(v))),
                     _ => None,
                 }
             }
@@ -113,8 +112,8 @@ fn options(args: &PushArgs, target: &Target) -> Result<MqttOptions> {
     getrandom::fill(&mut id).map_err(|e| anyhow::anyhow!("no random numbers: {e}"))?;
     let mut opts = MqttOptions::new(
         format!("kgbox-pack-{}", hex::encode(id)),
-        &target.host,
-        target.port,
+        &target.addr.host,
+        target.addr.port,
     );
     opts.set_keep_alive(Duration::from_secs(30))
         .set_clean_start(true)
@@ -131,7 +130,7 @@ fn options(args: &PushArgs, target: &Target) -> Result<MqttOptions> {
         };
         opts.set_credentials(user.clone(), password);
     }
-    if target.tls {
+    if target.addr.tls {
         let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
         let path = args.ca_file.as_deref().unwrap_or(std::path::Path::new(""));
         let ca = std::fs::read(path)
@@ -168,7 +167,12 @@ async fn wait_for<T>(
 async fn session(args: &PushArgs, target: &Target, bundle: &Bundle) -> Result<Report> {
     let (client, el) = AsyncClient::new(options(args, target)?, CHANNEL);
     let (tx, mut rx) = mpsc::unbounded_channel();
-    tokio::spawn(drive(el, client.clone(), target.progress.clone(), tx));
+    tokio::spawn(drive(
+        el,
+        client.clone(),
+        target.topics.progress.clone(),
+        tx,
+    ));
     let broker = &target.broker;
     let connected = wait_for(
         &mut rx,
@@ -186,7 +190,7 @@ async fn session(args: &PushArgs, target: &Target, bundle: &Bundle) -> Result<Re
         None => bail!("cannot connect to the broker at {broker}: no answer within 30 s"),
     }
     client
-        .subscribe(target.progress.clone(), QoS::AtLeastOnce)
+        .subscribe(target.topics.progress.clone(), QoS::AtLeastOnce)
         .await
         .context("the MQTT client stopped")?;
     let subscribed = wait_for(
@@ -201,7 +205,7 @@ async fn session(args: &PushArgs, target: &Target, bundle: &Bundle) -> Result<Re
     if subscribed != Some(true) {
         bail!(
             "the broker at {broker} refused the subscription to {} (check its ACLs)",
-            target.progress
+            target.topics.progress
         );
     }
     let mut p = Pusher::new(args, target, bundle);
@@ -209,9 +213,10 @@ async fn session(args: &PushArgs, target: &Target, bundle: &Bundle) -> Result<Re
     p.bar.finish_and_clear();
     let _ = tokio::time::timeout(Duration::from_secs(2), client.disconnect()).await;
     result?;
-    let mut devices: BTreeMap<String, Value> = p.devices;
+    let mut devices: BTreeMap<String, Option<Progress>> =
+        p.devices.into_iter().map(|(d, m)| (d, Some(m))).collect();
     if let Some(d) = &target.device {
-        devices.entry(d.clone()).or_insert(Value::Null);
+        devices.entry(d.clone()).or_insert(None);
     }
     Ok(Report {
         sent: p.sent,
@@ -230,7 +235,7 @@ struct Pusher<'a> {
     sent_round: Vec<bool>,
     queued: Vec<bool>,
     queue: VecDeque<u64>,
-    devices: BTreeMap<String, Value>,
+    devices: BTreeMap<String, Progress>,
     /// QoS 1 publishes made and acknowledged.
     published: u64,
     acked: u64,
@@ -246,9 +251,13 @@ impl<'a> Pusher<'a> {
     fn new(args: &'a PushArgs, target: &'a Target, bundle: &'a Bundle) -> Pusher<'a> {
         let chunks = bundle.size.div_ceil(args.chunk_bytes);
         let transfer = bundle.sha256[..16].to_string();
-        let begin = json!({"transfer": transfer, "size": bundle.size, "sha256": bundle.sha256,
-                           "chunk_bytes": args.chunk_bytes, "allow_downgrade": args.allow_downgrade})
-        .to_string();
+        let begin = to_wire(&Manifest {
+            transfer: transfer.clone(),
+            size: bundle.size,
+            sha256: bundle.sha256.clone(),
+            chunk_bytes: args.chunk_bytes,
+            allow_downgrade: args.allow_downgrade,
+        });
         let n = usize::try_from(chunks).unwrap_or(usize::MAX);
         let now = Instant::now();
         Pusher {
@@ -285,7 +294,7 @@ impl<'a> Pusher<'a> {
                     bail!(
                         "the broker at {} refused a publish under {} ({why}): check its ACLs",
                         self.target.broker,
-                        self.target.prefix
+                        self.target.topics.prefix
                     );
                 }
             }
@@ -293,7 +302,7 @@ impl<'a> Pusher<'a> {
                 "connection to {} lost ({e}); reconnecting",
                 self.target.broker
             )),
-            Ev::Progress(device, v) => self.progress(device, v),
+            Ev::Progress(device, m) => self.progress(device, *m),
             // A reconnect: acknowledgements of what was in flight may never
             // come; what the devices lack is asked for again anyway.
             Ev::Connected => self.acked = self.published,
@@ -302,32 +311,23 @@ impl<'a> Pusher<'a> {
         Ok(())
     }
 
-    fn progress(&mut self, device: String, v: Value) {
-        if v["transfer"] != self.transfer.as_str()
-            || self.target.device.as_ref().is_some_and(|d| *d != device)
+    fn progress(&mut self, device: String, m: Progress) {
+        if m.transfer != self.transfer || self.target.device.as_ref().is_some_and(|d| *d != device)
         {
             return;
         }
-        let state = v["state"].as_str().unwrap_or("").to_string();
-        let prev = self
-            .devices
-            .get(&device)
-            .and_then(|p| p["state"].as_str())
-            .unwrap_or("");
-        if is_terminal(prev) && !is_terminal(&state) {
+        let prev = self.devices.get(&device).map(|p| p.state);
+        if prev.is_some_and(TransferState::is_terminal) && !m.state.is_terminal() {
             return;
         }
-        if prev != state {
-            self.say(format!("{device}: {}", describe(&v)));
+        if prev != Some(m.state) {
+            self.say(format!("{device}: {}", describe(&m)));
         }
         self.last_heard = Instant::now();
         self.first_reply.get_or_insert(self.last_heard);
-        if state == "receiving" {
+        if m.state == TransferState::Receiving {
             let last = self.chunks.saturating_sub(1);
-            for r in v["missing"].as_array().into_iter().flatten() {
-                let (Some(a), Some(b)) = (r[0].as_u64(), r[1].as_u64()) else {
-                    continue;
-                };
+            for &[a, b] in m.missing.iter().flatten() {
                 for i in a..=b.min(last) {
                     let k = i as usize;
                     if !self.sent_round[k] && !self.queued[k] {
@@ -337,28 +337,17 @@ impl<'a> Pusher<'a> {
                 }
             }
         }
-        self.devices.insert(device, v);
+        self.devices.insert(device, m);
         let summary: Vec<String> = self
             .devices
             .iter()
-            .map(|(d, m)| {
-                format!(
-                    "{d}: {} {}/{}",
-                    m["state"].as_str().unwrap_or("?"),
-                    m["received"],
-                    m["total"]
-                )
-            })
+            .map(|(d, m)| format!("{d}: {} {}/{}", m.state, m.received, m.total))
             .collect();
         self.bar.set_message(summary.join(", "));
     }
 
     fn finished(&self) -> bool {
-        let done = !self.devices.is_empty()
-            && self
-                .devices
-                .values()
-                .all(|m| is_terminal(m["state"].as_str().unwrap_or("")));
+        let done = !self.devices.is_empty() && self.devices.values().all(|m| m.state.is_terminal());
         let everyone = match (&self.target.device, self.args.expect) {
             (Some(d), _) => self.devices.contains_key(d),
             (None, Some(n)) => self.devices.len() >= n,
@@ -391,7 +380,7 @@ impl<'a> Pusher<'a> {
 
     /// Publishes the transfer manifest (`begin`); `false` past `until`.
     async fn send_begin(&mut self, client: &AsyncClient, until: Instant) -> Result<bool> {
-        let topic = format!("{}begin", self.target.prefix);
+        let topic = self.target.topics.begin();
         let payload = self.begin.clone().into_bytes();
         self.publish(topic, payload, client, until).await
     }
@@ -426,7 +415,7 @@ impl<'a> Pusher<'a> {
                     .file
                     .read_exact_at(&mut buf[..len], off)
                     .with_context(|| format!("cannot read {}", self.bundle.path.display()))?;
-                let topic = format!("{}chunk/{}/{i}", self.target.prefix, self.transfer);
+                let topic = self.target.topics.chunk(&self.transfer, i);
                 if !self
                     .publish(topic, buf[..len].to_vec(), client, deadline)
                     .await?
@@ -442,7 +431,10 @@ impl<'a> Pusher<'a> {
                 continue;
             }
             let silent = self.last_heard.elapsed().min(self.last_begin.elapsed());
-            let receiving = self.devices.values().any(|m| m["state"] == "receiving");
+            let receiving = self
+                .devices
+                .values()
+                .any(|m| m.state == TransferState::Receiving);
             let idle = receiving && self.acked >= self.published && silent >= IDLE;
             if idle || silent >= RESEND_BEGIN {
                 // Nothing is queued: what a device still misses (chunks

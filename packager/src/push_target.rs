@@ -2,27 +2,19 @@
 //! device's or group's topics, from the command line.
 
 use anyhow::{bail, Result};
+use kgbox_protocol::topics::{valid_topic_level, PushTopics};
+use kgbox_protocol::BrokerUrl;
 
 use super::PushArgs;
 
 /// Where the push goes.
 pub(crate) struct Target {
+    /// As given.
     pub broker: String,
-    pub host: String,
-    pub port: u16,
-    pub tls: bool,
-    /// `kgbox/{device}/bundle/` or `kgbox/group/{group}/bundle/`.
-    pub prefix: String,
-    /// The progress subscription.
-    pub progress: String,
+    pub addr: BrokerUrl,
+    /// The device's or the group's bundle topics and the progress subscription.
+    pub topics: PushTopics,
     pub device: Option<String>,
-}
-
-fn valid_level(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 64
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
 
 impl Target {
@@ -30,34 +22,9 @@ impl Target {
         let Some(broker) = args.broker.clone() else {
             bail!("--broker mqtt://host:port (or --http URL) is required");
         };
-        let bad = |why: &str| {
-            anyhow::anyhow!(
-                "--broker {broker}: {why} (expected mqtt://host:port or mqtts://host:port)"
-            )
-        };
-        let (tls, rest) = if let Some(r) = broker.strip_prefix("mqtt://") {
-            (false, r)
-        } else if let Some(r) = broker.strip_prefix("mqtts://") {
-            (true, r)
-        } else {
-            return Err(bad("unknown scheme"));
-        };
-        let rest = rest.trim_end_matches('/');
-        let (host, port) = match rest.rsplit_once(':') {
-            Some((h, p)) => (
-                h,
-                p.parse::<u16>()
-                    .map_err(|_| bad("the port is not a number"))?,
-            ),
-            None => (rest, if tls { 8883 } else { 1883 }),
-        };
-        let host = host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string();
-        if host.is_empty() {
-            return Err(bad("no host"));
-        }
+        let addr =
+            BrokerUrl::parse(&broker).map_err(|e| anyhow::anyhow!("--broker {broker}: {e}"))?;
+        let tls = addr.tls;
         if tls && args.ca_file.is_none() {
             bail!("--broker {broker} uses TLS: pass the broker's CA certificate with --ca-file");
         }
@@ -67,17 +34,9 @@ impl Target {
         if args.expect.is_some() && args.group.is_none() {
             bail!("--expect goes with --group");
         }
-        let (prefix, progress, device) = match (&args.device, &args.group) {
-            (Some(d), None) if valid_level(d) => (
-                format!("kgbox/{d}/bundle/"),
-                format!("kgbox/{d}/bundle/progress"),
-                Some(d.clone()),
-            ),
-            (None, Some(g)) if valid_level(g) => (
-                format!("kgbox/group/{g}/bundle/"),
-                "kgbox/+/bundle/progress".to_string(),
-                None,
-            ),
+        let (topics, device) = match (&args.device, &args.group) {
+            (Some(d), None) if valid_topic_level(d) => (PushTopics::device(d), Some(d.clone())),
+            (None, Some(g)) if valid_topic_level(g) => (PushTopics::group(g), None),
             (None, None) => {
                 bail!("name the device (--device ID) or the group (--group G) to push to")
             }
@@ -85,11 +44,8 @@ impl Target {
         };
         Ok(Target {
             broker,
-            host,
-            port,
-            tls,
-            prefix,
-            progress,
+            addr,
+            topics,
             device,
         })
     }
@@ -122,9 +78,12 @@ mod tests {
             "dev1",
         ])
         .unwrap();
-        assert_eq!((t.host.as_str(), t.port, t.tls), ("10.0.0.1", 1884, false));
-        assert_eq!(t.prefix, "kgbox/dev1/bundle/");
-        assert_eq!(t.progress, "kgbox/dev1/bundle/progress");
+        assert_eq!(
+            (t.addr.host.as_str(), t.addr.port, t.addr.tls),
+            ("10.0.0.1", 1884, false)
+        );
+        assert_eq!(t.topics.prefix, "kgbox/dev1/bundle/");
+        assert_eq!(t.topics.progress, "kgbox/dev1/bundle/progress");
         let t = target(&[
             "b.kgb",
             "--broker",
@@ -135,9 +94,9 @@ mod tests {
             "ca.pem",
         ])
         .unwrap();
-        assert_eq!((t.port, t.tls), (8883, true));
-        assert_eq!(t.prefix, "kgbox/group/fleet/bundle/");
-        assert_eq!(t.progress, "kgbox/+/bundle/progress");
+        assert_eq!((t.addr.port, t.addr.tls), (8883, true));
+        assert_eq!(t.topics.prefix, "kgbox/group/fleet/bundle/");
+        assert_eq!(t.topics.progress, "kgbox/+/bundle/progress");
         for (argv, why) in [
             (
                 &["b.kgb", "--broker", "tcp://x:1", "--device", "d"][..],

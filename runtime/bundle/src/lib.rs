@@ -11,7 +11,10 @@
 //!
 //! Layers: [`format`] (bytes of the header and table) → [`reader`] (verify and
 //! stream sections) → [`image`] (write and open images) → [`kg`] (typed, zero-copy
-//! views of the knowledge graph). [`writer`] is the packager's side.
+//! views of the knowledge graph). The packager's side, behind the feature
+//! `write` (off by default, so the device binary carries none of it):
+//! `writer` (sign and write bundles), `kg::encode` (the graph's encoders)
+//! and `tiny` (small in-memory graphs for tests).
 
 #[cfg(not(target_endian = "little"))]
 compile_error!(
@@ -27,7 +30,9 @@ pub mod manifest;
 pub mod normalize;
 pub mod reader;
 pub mod sections;
+#[cfg(feature = "write")]
 pub mod tiny;
+#[cfg(feature = "write")]
 pub mod writer;
 
 pub use error::{BundleError, Result};
@@ -37,6 +42,7 @@ pub use keys::{KeyId, PublicKey, SecretKey, TrustedKeys};
 pub use kg::Kg;
 pub use manifest::{KgStats, Manifest, ModelInfo, Probe};
 pub use reader::{BundleReader, Limits};
+#[cfg(feature = "write")]
 pub use writer::BundleWriter;
 
 /// Hex of a sha256 digest.

@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use kgbox_query::probe::{run_probe, ProbeOutcome};
-use serde::Serialize;
 
 use crate::config::Config;
 use crate::error::Error;
@@ -25,73 +24,11 @@ use crate::loaded::{LoadedBundle, Source};
 use crate::served::Served;
 use crate::store::{Health, Slot, SlotRecord, Store};
 
-/// A bundle's name and version.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct BundleRef {
-    pub name: String,
-    pub version: String,
-}
-
-/// What the device is serving, for `/v1/status` and the MQTT status topic.
-#[derive(Debug, Clone, Serialize)]
-pub struct DeviceStatus {
-    pub bundle: BundleRef,
-    /// `slot-a`, `slot-b` or `demo`.
-    pub source: String,
-    pub slot: Option<Slot>,
-    pub health: Health,
-    pub uptime_s: u64,
-    pub kgbox_version: &'static str,
-    /// The last deployment's outcome, if any since start.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_deploy: Option<DeployReport>,
-}
-
-/// What a deployment did.
-#[derive(Debug, Clone, Serialize)]
-pub struct DeployReport {
-    /// `installed` or `rolled_back`.
-    pub outcome: DeployOutcome,
-    /// The bundle that was offered.
-    pub bundle: BundleRef,
-    pub slot: Slot,
-    /// Why the bundle was rolled back.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    pub probes: Vec<ProbeOutcome>,
-    /// The bundle serving now.
-    pub serving: BundleRef,
-    pub timings_ms: DeployTimings,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum DeployOutcome {
-    Installed,
-    RolledBack,
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct DeployTimings {
-    /// Verify, decompress into the slot, flip.
-    pub install: f64,
-    /// Map the image and load its models.
-    pub load: f64,
-    pub probes: f64,
-    /// The hot swap itself.
-    pub swap: f64,
-    pub settle: f64,
-    pub total: f64,
-}
-
-/// Stages of a deployment, reported as they begin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stage {
-    Installing,
-    HealthCheck,
-    Settling,
-}
+/// The messages: what a deployment reports (`PUT /v1/bundles`) and what
+/// the device serves (`GET /v1/status`, the MQTT status).
+pub use kgbox_protocol::{
+    BundleRef, DeployOutcome, DeployReport, DeployTimings, DeviceStatus, Stage,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeployError {
@@ -325,7 +262,7 @@ impl Deployer {
             slot,
             health: info.health,
             uptime_s: self.started.elapsed().as_secs(),
-            kgbox_version: install::RUNTIME_VERSION,
+            kgbox_version: install::RUNTIME_VERSION.to_string(),
             last_deploy: info.last_deploy.clone(),
         }
     }

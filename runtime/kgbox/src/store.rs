@@ -9,7 +9,6 @@
 //! Every change of state is one LMDB write transaction, so a crash leaves
 //! either the old or the new state, never a mix.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use heed::types::Str;
@@ -23,46 +22,11 @@ const KEY_ACTIVE: &str = "active";
 const KEY_PREVIOUS: &str = "previous";
 const KEY_GENERATION: &str = "generation";
 
-/// One of the two slots.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Slot {
-    A,
-    B,
-}
+pub use kgbox_protocol::{Health, Slot};
 
-impl Slot {
-    pub fn other(self) -> Slot {
-        match self {
-            Slot::A => Slot::B,
-            Slot::B => Slot::A,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Slot::A => "a",
-            Slot::B => "b",
-        }
-    }
-
-    fn parse(s: &str) -> Option<Slot> {
-        match s {
-            "a" => Some(Slot::A),
-            "b" => Some(Slot::B),
-            _ => None,
-        }
-    }
-
-    fn key(self) -> String {
-        format!("slot.{}", self.name())
-    }
-}
-
-impl fmt::Display for Slot {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
+/// The database key of a slot's record.
+fn slot_key(slot: Slot) -> String {
+    format!("slot.{}", slot.name())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,33 +38,6 @@ pub enum SlotStatus {
     Failed,
     /// Holds a complete, verified image.
     Ready,
-}
-
-/// Whether a ready slot's bundle passed its health check (RAUC's mark-good).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Health {
-    /// Installed and made active, not yet started: the next start checks it.
-    Pending,
-    /// Being checked (or settling). A start that finds the active slot in
-    /// trial knows the last run died before mark-good, and rolls back.
-    Trial,
-    /// Passed its health check. (Records from before health existed read as good.)
-    #[default]
-    Good,
-    /// Failed its health check; never made active again by a rollback.
-    Bad,
-}
-
-impl fmt::Display for Health {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Health::Pending => "pending",
-            Health::Trial => "trial",
-            Health::Good => "good",
-            Health::Bad => "bad",
-        })
-    }
 }
 
 /// What a slot holds.
@@ -268,7 +205,11 @@ impl Store {
             }
         };
         let record = |slot: Slot| -> Result<Option<SlotRecord>> {
-            match self.db.get(txn, &slot.key()).map_err(|e| self.map_err(e))? {
+            match self
+                .db
+                .get(txn, &slot_key(slot))
+                .map_err(|e| self.map_err(e))?
+            {
                 None => Ok(None),
                 Some(v) => serde_json::from_str(v)
                     .map(Some)
@@ -287,7 +228,7 @@ impl Store {
         let json = serde_json::to_string(record)
             .map_err(|e| self.corrupt(format!("cannot encode slot record: {e}")))?;
         self.db
-            .put(wtxn, &record.slot.key(), &json)
+            .put(wtxn, &slot_key(record.slot), &json)
             .map_err(|e| self.map_err(e))
     }
 

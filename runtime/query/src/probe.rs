@@ -5,47 +5,13 @@
 use std::time::Instant;
 
 use kgbox_bundle::{Kg, Probe};
-use serde::Serialize;
 
 use crate::exec::{ExecOptions, Projector};
 use crate::parse::ParseLimits;
 use crate::run::run_query_with;
 
-/// What one probe found.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ProbeOutcome {
-    pub query: String,
-    pub passed: bool,
-    /// Answers the query returned (all of them, not only the top ones).
-    pub answers: usize,
-    /// Expected names that were not among the answers.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub missing: Vec<String>,
-    /// Why the query did not run.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    pub ms: f64,
-}
-
-impl ProbeOutcome {
-    /// One line for logs and error messages.
-    pub fn describe(&self) -> String {
-        if let Some(e) = &self.error {
-            format!("`{}`: {e}", self.query)
-        } else if self.answers == 0 {
-            format!("`{}`: no answers", self.query)
-        } else if !self.missing.is_empty() {
-            format!(
-                "`{}`: {} answers, but not {}",
-                self.query,
-                self.answers,
-                self.missing.join(", ")
-            )
-        } else {
-            format!("`{}`: passed ({} answers)", self.query, self.answers)
-        }
-    }
-}
+/// What one probe found (a protocol type: it travels in deployment reports).
+pub use kgbox_protocol::ProbeOutcome;
 
 /// Runs one probe: it passes when the query runs, returns at least one
 /// answer, and every expected name is among its answers.

@@ -2,6 +2,9 @@
 
 use std::path::PathBuf;
 
+/// Whether `s` can be one level of an MQTT topic in kgbox's scheme.
+pub use kgbox_protocol::topics::valid_topic_level;
+use kgbox_protocol::BrokerUrl;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -108,38 +111,13 @@ impl MqttConfig {
     }
 
     /// Host, port and whether TLS is on, from `broker`.
-    pub fn broker_addr(&self) -> Result<(String, u16, bool)> {
-        let bad = |why: &str| {
-            Error::Config(format!(
-                "mqtt.broker {:?}: {why} (expected mqtt://host:port or mqtts://host:port)",
-                self.broker
-            ))
-        };
-        let (tls, rest) = if let Some(r) = self.broker.strip_prefix("mqtt://") {
-            (false, r)
-        } else if let Some(r) = self.broker.strip_prefix("mqtts://") {
-            (true, r)
-        } else {
-            return Err(bad("unknown scheme"));
-        };
-        let rest = rest.trim_end_matches('/');
-        let (host, port) = match rest.rsplit_once(':') {
-            Some((h, p)) => (
-                h,
-                p.parse::<u16>()
-                    .map_err(|_| bad("the port is not a number"))?,
-            ),
-            None => (rest, if tls { 8883 } else { 1883 }),
-        };
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        if host.is_empty() {
-            return Err(bad("no host"));
-        }
-        Ok((host.to_string(), port, tls))
+    pub fn broker_addr(&self) -> Result<BrokerUrl> {
+        BrokerUrl::parse(&self.broker)
+            .map_err(|e| Error::Config(format!("mqtt.broker {:?}: {e}", self.broker)))
     }
 
     pub(super) fn check(&self) -> Result<()> {
-        let (_, _, tls) = self.broker_addr()?;
+        let tls = self.broker_addr()?.tls;
         for (key, v) in [("device_id", &self.device_id), ("group", &self.group)] {
             if let Some(v) = v {
                 if !valid_topic_level(v) {
@@ -185,12 +163,4 @@ impl MqttConfig {
         }
         Ok(())
     }
-}
-
-/// Whether `s` can be one level of an MQTT topic in kgbox's scheme.
-pub fn valid_topic_level(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 64
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }

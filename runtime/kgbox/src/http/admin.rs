@@ -12,6 +12,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures_util::StreamExt;
+use kgbox_protocol::http::HEALTH_CHECK_FAILED;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -176,7 +177,7 @@ pub async fn put_bundle(
             let reason = report.reason.clone().unwrap_or_default();
             return Err(ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                "health_check_failed",
+                HEALTH_CHECK_FAILED,
                 format!(
                     "{} {} failed its health check and was rolled back; {} {} keeps serving: {reason}",
                     report.bundle.name, report.bundle.version, report.serving.name, report.serving.version

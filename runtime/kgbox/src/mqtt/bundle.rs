@@ -9,12 +9,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use kgbox_protocol::topics::BundleTopic;
+use kgbox_protocol::{to_wire, Progress, TransferState};
 use sha2::{Digest, Sha256};
 
 use super::transfer::{self, Manifest, Transfer, MAX_RANGES};
 use crate::config::Config;
-use crate::deploy::{DeployOutcome, Deployer, Stage};
+use crate::deploy::{Deployer, Stage};
 
 /// The record of received chunks is written at most this often...
 const PERSIST_EVERY: Duration = Duration::from_secs(1);
@@ -52,7 +53,7 @@ struct Active {
     transfer: Transfer,
     generation: u64,
     /// `receiving`, else the deployment's state (`verifying`, `installing`, ...).
-    phase: &'static str,
+    phase: TransferState,
     last_persist: Instant,
     persisted: u64,
     persisting: bool,
@@ -61,7 +62,7 @@ struct Active {
 
 struct Finished {
     id: String,
-    message: Value,
+    message: Progress,
     at: Instant,
 }
 
@@ -96,39 +97,28 @@ fn chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-fn stage_name(s: Stage) -> &'static str {
-    match s {
-        Stage::Installing => "installing",
-        Stage::HealthCheck => "health_check",
-        Stage::Settling => "settling",
-    }
-}
-
 impl Shared {
-    fn message(&self, transfer: &str, state: &str, received: u64, total: u64) -> Value {
-        json!({"device_id": self.device_id, "transfer": transfer, "state": state,
-               "received": received, "total": total})
+    fn message(&self, transfer: &str, state: TransferState, received: u64, total: u64) -> Progress {
+        Progress::new(&self.device_id, transfer, state, received, total)
     }
 
-    fn active_message(&self, a: &Active) -> Value {
+    fn active_message(&self, a: &Active) -> Progress {
         let b = &a.transfer.bitmap;
         let mut m = self.message(a.transfer.id(), a.phase, b.count(), b.len());
-        if a.phase == "receiving" {
-            m["missing"] = json!(b.missing_ranges(MAX_RANGES));
+        if a.phase == TransferState::Receiving {
+            m.missing = Some(b.missing_ranges(MAX_RANGES));
         }
         m
     }
 
-    fn send(&self, m: &Value) {
+    fn send(&self, m: &Progress) {
         // Fails only when the MQTT loop is gone: nothing to tell then.
-        let _ = self.progress.send(m.to_string().into_bytes());
+        let _ = self.progress.send(to_wire(m).into_bytes());
     }
 
     fn fail(&self, transfer: &str, error: String) {
         tracing::warn!(transfer, %error, "bundle push failed");
-        let mut m = self.message(transfer, "failed", 0, 0);
-        m["error"] = json!(error);
-        self.send(&m);
+        self.send(&Progress::failed(&self.device_id, transfer, 0, 0, error));
     }
 
     /// Deletes the files of every transfer but the current one: renamed
@@ -165,7 +155,7 @@ impl Shared {
         }
         if let Some(a) = &st.current {
             let same_id = a.transfer.id() == m.transfer;
-            if a.phase != "receiving" {
+            if a.phase != TransferState::Receiving {
                 if same_id {
                     return self.send(&self.active_message(a));
                 }
@@ -212,7 +202,7 @@ impl Shared {
             persisted: t.bitmap.count(),
             transfer: t,
             generation: st.generation,
-            phase: "receiving",
+            phase: TransferState::Receiving,
             last_persist: Instant::now(),
             persisting: false,
         };
@@ -242,7 +232,7 @@ impl Shared {
             return;
         }
         let Some(a) = st.current.as_mut() else { return };
-        if a.phase != "receiving" {
+        if a.phase != TransferState::Receiving {
             return;
         }
         let m = &a.transfer.manifest;
@@ -290,7 +280,7 @@ impl Shared {
                 let current = st
                     .current
                     .as_mut()
-                    .filter(|a| a.generation == generation && a.phase == "receiving");
+                    .filter(|a| a.generation == generation && a.phase == TransferState::Receiving);
                 match current {
                     Some(a) => {
                         a.persisting = false;
@@ -308,7 +298,7 @@ impl Shared {
     /// Every chunk is in: verify and deploy on a blocking thread.
     fn finish(self: &Arc<Self>, st: &mut State) {
         let Some(a) = st.current.as_mut() else { return };
-        a.phase = "verifying";
+        a.phase = TransferState::Verifying;
         self.send(&self.active_message(a));
         let (me, generation) = (self.clone(), a.generation);
         let (file, path, m) = (
@@ -346,43 +336,37 @@ impl Shared {
         path: &std::path::Path,
         m: &Manifest,
         generation: u64,
-    ) -> Value {
+    ) -> Progress {
         let total = m.chunks();
-        let mut out = self.message(&m.transfer, "failed", total, total);
+        let failed =
+            |error: String| Progress::failed(&self.device_id, &m.transfer, total, total, error);
         if let Err(e) = verify(file, m) {
             tracing::error!(transfer = %m.transfer, error = %e, "pushed bundle rejected");
-            out["error"] = json!(e);
-            return out;
+            return failed(e);
         }
         let stage = |s: Stage| {
-            let name = stage_name(s);
+            let state = TransferState::from(s);
             let mut st = lock(&self.state);
             if let Some(a) = st.current.as_mut().filter(|a| a.generation == generation) {
-                a.phase = name;
+                a.phase = state;
             }
             drop(st);
-            self.send(&self.message(&m.transfer, name, total, total));
+            self.send(&self.message(&m.transfer, state, total, total));
         };
         match self.deployer.deploy_file(path, m.allow_downgrade, &stage) {
-            Ok(report) => {
-                out["state"] = json!(match report.outcome {
-                    DeployOutcome::Installed => "installed",
-                    DeployOutcome::RolledBack => "rolled_back",
-                });
-                if let Some(r) = &report.reason {
-                    out["reason"] = json!(r);
-                }
-                out["bundle"] = json!(report.bundle);
-                out["slot"] = json!(report.slot);
-                out["serving"] = json!(report.serving);
-                out["probes"] = json!(report.probes);
-            }
+            Ok(report) => Progress {
+                reason: report.reason,
+                bundle: Some(report.bundle),
+                slot: Some(report.slot),
+                serving: Some(report.serving),
+                probes: Some(report.probes),
+                ..self.message(&m.transfer, report.outcome.into(), total, total)
+            },
             Err(e) => {
                 tracing::error!(transfer = %m.transfer, error = %chain(&e), "pushed bundle not installed");
-                out["error"] = json!(chain(&e));
+                failed(chain(&e))
             }
         }
-        out
     }
 }
 
@@ -454,14 +438,10 @@ impl BundleReceiver {
             );
             return;
         }
-        if rest == "begin" {
-            self.shared.begin(payload);
-        } else if let Some((id, index)) =
-            rest.strip_prefix("chunk/").and_then(|r| r.split_once('/'))
-        {
-            self.shared.chunk(id, index, payload);
-        } else {
-            tracing::warn!(topic = rest, "unknown bundle topic: ignored");
+        match BundleTopic::parse(rest) {
+            BundleTopic::Begin => self.shared.begin(payload),
+            BundleTopic::Chunk { transfer, index } => self.shared.chunk(transfer, index, payload),
+            BundleTopic::Unknown => tracing::warn!(topic = rest, "unknown bundle topic: ignored"),
         }
     }
 }

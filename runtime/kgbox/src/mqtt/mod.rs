@@ -12,7 +12,6 @@ mod settings;
 mod stats;
 mod status;
 mod tls;
-mod topics;
 mod transfer;
 mod transport_v311;
 mod transport_v5;
@@ -26,12 +25,12 @@ use crate::config::{Config, MqttProtocol};
 use crate::deploy::Deployer;
 use bundle::BundleReceiver;
 use dedupe::Dedupe;
+use kgbox_protocol::topics::{DeviceTopics as Topics, Route};
 use publisher::Publisher;
 use requests::{Answerer, Incoming, Job};
 pub(crate) use settings::Settings;
 pub use stats::MqttStats;
 use stats::Outcome;
-use topics::{Route, Topics};
 
 /// What the MQTT front end needs from the runtime.
 pub struct MqttContext {

@@ -28,20 +28,7 @@ pub(crate) struct Incoming {
 }
 
 /// Which endpoint answers a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Ask,
-    Query,
-}
-
-impl Kind {
-    fn path(self) -> &'static str {
-        match self {
-            Kind::Ask => "/v1/ask",
-            Kind::Query => "/v1/query",
-        }
-    }
-}
+pub(crate) use kgbox_protocol::topics::RequestKind as Kind;
 
 /// Unwraps an MQTT 3.1.1 request
 /// (`{"reply_to": ..., "correlation_id": ..., "body": {...}}`): the payload
@@ -134,7 +121,7 @@ impl Answerer {
 pub(crate) async fn call(router: &axum::Router, kind: Kind, payload: Bytes) -> (u16, Bytes) {
     let req = Request::builder()
         .method(Method::POST)
-        .uri(kind.path())
+        .uri(kind.http_path())
         .header(header::CONTENT_TYPE, "application/json")
         .body(Body::from(payload));
     let req = match req {

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::topics::Topics;
+use kgbox_protocol::topics::DeviceTopics as Topics;
+
 use super::{status, tls, MqttError};
 use crate::config::MqttConfig;
 
@@ -24,7 +25,7 @@ pub(crate) struct Settings {
 
 impl Settings {
     pub(crate) fn new(m: &MqttConfig, topics: &Topics) -> Result<Settings, MqttError> {
-        let (host, port, tls) = m
+        let broker = m
             .broker_addr()
             .map_err(|e| MqttError::Config(e.to_string()))?;
         let client_id = m
@@ -36,7 +37,7 @@ impl Settings {
                 "mqtt.client_id {client_id:?} must be 1-256 characters"
             )));
         }
-        let tls = if tls {
+        let tls = if broker.tls {
             Some(tls::client_config(m)?)
         } else {
             None
@@ -47,8 +48,8 @@ impl Settings {
         });
         Ok(Settings {
             client_id,
-            host,
-            port,
+            host: broker.host,
+            port: broker.port,
             tls,
             credentials,
             keep_alive: Duration::from_secs(m.keep_alive_s.max(5)),

@@ -5,30 +5,23 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::MissedTickBehavior;
 
 use super::publisher::Publisher;
 use super::stats::MqttStats;
-use super::topics::Topics;
 use crate::deploy::Deployer;
+use kgbox_protocol::topics::DeviceTopics as Topics;
+use kgbox_protocol::{to_wire, StatusMessage};
 
 /// The retained status: the deployer's status plus `device_id` and `online`.
 pub(crate) fn online(device_id: &str, deployer: &Deployer) -> Vec<u8> {
-    let mut v = serde_json::to_value(deployer.status()).unwrap_or_else(|_| json!({}));
-    if let Some(obj) = v.as_object_mut() {
-        obj.insert("device_id".into(), json!(device_id));
-        obj.insert("online".into(), json!(true));
-    }
-    v.to_string().into_bytes()
+    to_wire(&StatusMessage::online(device_id, deployer.status())).into_bytes()
 }
 
 /// The last will, also published on a clean shutdown.
 pub(crate) fn offline(device_id: &str) -> Vec<u8> {
-    json!({"device_id": device_id, "online": false})
-        .to_string()
-        .into_bytes()
+    to_wire(&StatusMessage::offline(device_id)).into_bytes()
 }
 
 /// What the event loop tells the housekeeping task.
@@ -123,6 +116,7 @@ async fn recv_progress(rx: &mut Option<UnboundedReceiver<Vec<u8>>>) -> Option<Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn offline_is_the_last_will() {

@@ -11,29 +11,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-/// Most ranges in a progress message's `missing`.
-pub const MAX_RANGES: usize = 64;
-/// Most chunks in one transfer (a 2 MiB bitmap).
-pub const MAX_CHUNKS: u64 = 1 << 24;
-
-/// The transfer manifest a pusher publishes to `.../bundle/begin`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Manifest {
-    pub transfer: String,
-    pub size: u64,
-    pub sha256: String,
-    pub chunk_bytes: u64,
-    #[serde(default)]
-    pub allow_downgrade: bool,
-}
-
-/// A manifest that cannot be accepted: the transfer id it names (if any) and why.
-#[derive(Debug, thiserror::Error)]
-#[error("{error}")]
-pub struct BadManifest {
-    pub transfer: String,
-    pub error: String,
-}
+pub use kgbox_protocol::push::{valid_transfer_id, Manifest, MAX_RANGES};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TransferError {
@@ -51,76 +29,6 @@ fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> 
         what,
         path: path.to_path_buf(),
         source,
-    }
-}
-
-/// 1-64 characters of `A-Za-z0-9_-`.
-pub fn valid_transfer_id(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 64
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
-impl Manifest {
-    /// Parses and checks a `begin` payload against the device's limits.
-    pub fn parse(payload: &[u8], max_size: u64, max_chunk: u64) -> Result<Manifest, BadManifest> {
-        let value: serde_json::Value =
-            serde_json::from_slice(payload).map_err(|e| BadManifest {
-                transfer: String::new(),
-                error: format!("the transfer manifest is not JSON: {e}"),
-            })?;
-        let transfer = value
-            .get("transfer")
-            .and_then(|t| t.as_str())
-            .unwrap_or_default()
-            .to_string();
-        let bad = |error: String| BadManifest {
-            transfer: transfer.clone(),
-            error,
-        };
-        let mut m: Manifest = serde_json::from_value(value)
-            .map_err(|e| bad(format!("bad transfer manifest: {e}")))?;
-        if !valid_transfer_id(&m.transfer) {
-            return Err(bad(format!(
-                "transfer id {:?} must be 1-64 characters of A-Z a-z 0-9 _ -",
-                m.transfer
-            )));
-        }
-        if m.size == 0 || m.size > max_size {
-            return Err(bad(format!(
-                "size {} must be between 1 and admin.max_bundle_bytes ({max_size})",
-                m.size
-            )));
-        }
-        if m.chunk_bytes < 1024 || m.chunk_bytes > max_chunk {
-            return Err(bad(format!(
-                "chunk_bytes {} must be between 1024 and mqtt.bundle_chunk_max_bytes ({max_chunk})",
-                m.chunk_bytes
-            )));
-        }
-        if m.sha256.len() != 64 || !m.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(bad("sha256 must be 64 hex digits".into()));
-        }
-        m.sha256.make_ascii_lowercase();
-        if m.chunks() > MAX_CHUNKS {
-            return Err(bad(format!(
-                "{} chunks of {} bytes is too many (at most {MAX_CHUNKS}): use larger chunks",
-                m.chunks(),
-                m.chunk_bytes
-            )));
-        }
-        Ok(m)
-    }
-
-    pub fn chunks(&self) -> u64 {
-        self.size.div_ceil(self.chunk_bytes.max(1))
-    }
-
-    /// The length chunk `index` must have, `None` when out of range.
-    pub fn chunk_len(&self, index: u64) -> Option<u64> {
-        let start = index.checked_mul(self.chunk_bytes)?;
-        (start < self.size).then(|| (self.size - start).min(self.chunk_bytes))
     }
 }
 
