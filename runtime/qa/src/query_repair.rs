@@ -1,4 +1,4 @@
-//! Query repair after the execute step of [`crate::ask::ask`]: a planned
+//! Query repair after the execute stage of [`crate::ask::ask`]: a planned
 //! query with no answers is relaxed; one with more than
 //! [`RepairOptions::max_answers`] is tightened, but only by the question's
 //! other linked entities (constraints that the answers merely share carry no
@@ -8,19 +8,19 @@ use kgbox_query::exec::ExecOptions;
 use kgbox_query::repair::{repair_text, RepairError, RepairOptions, RepairReport};
 use kgbox_query::{Answers, ParseLimits, QueryError};
 
-use crate::ask::{AskError, Context};
+use crate::pipeline::{AskError, Context, ExecSpec};
 
-/// Repairs `query` when `found` calls for it and runs the repaired query
-/// with the served executor (`ctx.run`), replacing `found`. `with` are the
-/// question's linked entities other than the topic.
+/// Repairs the query of `spec` when `found` calls for it and runs the
+/// repaired query with the served executor ([`crate::pipeline::Stages`]),
+/// replacing `found`. `with` are the question's linked entities other than
+/// the topic.
 pub(crate) fn repair_found(
     ctx: &Context<'_, '_>,
-    query: &str,
-    candidates: usize,
-    keep_anchors: bool,
+    spec: &ExecSpec<'_>,
     with: &[u32],
     found: &mut Answers,
 ) -> Result<Option<RepairReport>, AskError> {
+    let query = spec.query;
     let fail = |error: QueryError| AskError::Query {
         query: query.to_string(),
         error: Box::new(error),
@@ -31,7 +31,7 @@ pub(crate) fn repair_found(
         ..RepairOptions::default()
     };
     let exec = ExecOptions {
-        exclude_anchors: !keep_anchors,
+        exclude_anchors: !spec.keep_anchors,
         ..ExecOptions::default()
     };
     let report = repair_text(
@@ -48,10 +48,17 @@ pub(crate) fn repair_found(
         RepairError::Exec(e) => fail(QueryError::Exec(e)),
     })?;
     if let Some(text) = report.as_ref().and_then(|r| r.repaired.as_deref()) {
-        *found = (ctx.run)(text, candidates, keep_anchors).map_err(|error| AskError::Query {
-            query: text.to_string(),
-            error: Box::new(error),
-        })?;
+        let repaired = ExecSpec {
+            query: text,
+            ..*spec
+        };
+        *found = ctx
+            .stages
+            .execute(&repaired)
+            .map_err(|error| AskError::Query {
+                query: text.to_string(),
+                error: Box::new(error),
+            })?;
     }
     Ok(report)
 }
