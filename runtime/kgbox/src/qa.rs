@@ -7,16 +7,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kgbox_bundle::sections as s;
+use kgbox_neural::seppr::SepprParams;
 use kgbox_neural::UltraModel;
-use kgbox_qa::ask::Context;
 use kgbox_qa::llm::audit::AuditLog;
 use kgbox_qa::llm::openai::OpenAiClient;
 use kgbox_qa::llm::ChatBackend;
 use kgbox_qa::rerank::Reranker;
 use kgbox_qa::zeroshot::RelationVectors;
-use kgbox_qa::{AskError, AskOptions, AskResult, Embedder, LearnedPlanner, PlannerKind};
-use kgbox_query::link::LinkOptions;
-use kgbox_query::Executor;
+use kgbox_qa::{
+    AskError, AskOptions, AskResult, Context, Embedder, ExecSpec, LearnedPlanner, PlannerKind,
+    Stages,
+};
+use kgbox_query::link::{LinkOptions, Mention};
+use kgbox_query::{Answers, Executor, ParseLimits, QueryError};
 
 use crate::config::Config;
 use crate::loaded::LoadedBundle;
@@ -194,21 +197,19 @@ impl Qa {
                 ..cfg.planner.strategies
             },
         };
-        let link_opts = LinkOptions::default();
-        let link = |text: &str| crate::dense::link_text(bundle, &kg, encoder, text, &link_opts);
-        let limits = cfg.query.parse_limits();
-        let executor = params.executor.unwrap_or(cfg.executor.mode);
-        let seppr = cfg
-            .executor
-            .seppr(params.seppr_k.unwrap_or(cfg.executor.seppr_k));
-        let run = |q: &str, candidates: usize, keep_anchors: bool| {
-            let mut exec = cfg.query.exec_options();
-            exec.top_k = candidates;
-            exec.max_paths = params.paths.unwrap_or(cfg.query.max_paths);
-            exec.exclude_anchors = !keep_anchors;
-            exec.executor = executor;
-            exec.deadline = params.deadline;
-            crate::neural::run_query(&kg, model, q, &limits, &exec, seppr).map(|(a, _)| a)
+        let stages = Served {
+            bundle,
+            kg: &kg,
+            encoder,
+            model,
+            cfg,
+            params,
+            link: LinkOptions::default(),
+            limits: cfg.query.parse_limits(),
+            executor: params.executor.unwrap_or(cfg.executor.mode),
+            seppr: cfg
+                .executor
+                .seppr(params.seppr_k.unwrap_or(cfg.executor.seppr_k)),
         };
         let similarity = crate::dense::name_similarity(bundle, &kg);
         let ctx = Context {
@@ -217,18 +218,57 @@ impl Qa {
             relvecs: self.relvecs.as_ref(),
             embedder: self.embedder.as_deref(),
             chat,
-            link: &link,
-            run: &run,
+            stages: &stages,
             reranker: self.reranker.as_ref(),
             name_similarity: similarity
                 .as_ref()
-                .map(|f| f as &kgbox_qa::ask::NameSimilarity),
+                .map(|f| f as &kgbox_qa::pipeline::NameSimilarity),
         };
         let result = kgbox_qa::ask::ask(&ctx, question, &opts);
         if let Ok(r) = &result {
             self.strategies.record(planner, r);
         }
         result
+    }
+}
+
+/// The question pipeline's stages as served: linking with the dense stage
+/// when the encoder is loaded, the configured executor with the request's
+/// overrides.
+struct Served<'a, 'k> {
+    bundle: &'a LoadedBundle,
+    kg: &'a kgbox_bundle::Kg<'k>,
+    encoder: Option<&'a crate::dense::Encoder>,
+    model: Option<&'a UltraModel>,
+    cfg: &'a Config,
+    params: &'a AskParams,
+    link: LinkOptions,
+    limits: ParseLimits,
+    executor: Executor,
+    seppr: SepprParams,
+}
+
+impl Stages for Served<'_, '_> {
+    fn link(&self, text: &str) -> Result<Vec<Mention>, String> {
+        crate::dense::link_text(self.bundle, self.kg, self.encoder, text, &self.link)
+    }
+
+    fn execute(&self, spec: &ExecSpec<'_>) -> Result<Answers, QueryError> {
+        let mut exec = self.cfg.query.exec_options();
+        exec.top_k = spec.candidates;
+        exec.max_paths = self.params.paths.unwrap_or(self.cfg.query.max_paths);
+        exec.exclude_anchors = !spec.keep_anchors;
+        exec.executor = self.executor;
+        exec.deadline = self.params.deadline;
+        crate::neural::run_query(
+            self.kg,
+            self.model,
+            spec.query,
+            &self.limits,
+            &exec,
+            self.seppr,
+        )
+        .map(|(a, _)| a)
     }
 }
 

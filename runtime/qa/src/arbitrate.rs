@@ -1,12 +1,19 @@
-//! The arbitrator: from the executor's ranked candidates to final answers.
-//! Without an LLM, the candidates scoring at least a calibrated fraction of
-//! the best score; with one, the candidates it chooses (it sees names and
-//! scores only, paths only when context sharing is on).
+//! The arbitrator: from the ranked candidates to final answers
+//! ([`arbitrate`]). In order: answers the retrieval strategies already
+//! chose; with an LLM, the candidates it chooses (it sees names and scores
+//! only, paths only when context sharing is on), the threshold cut when its
+//! choice is unusable; after the reranker, its cut ([`crate::rerank::cut`]);
+//! else the candidates scoring at least a calibrated fraction of the best
+//! score ([`threshold_cut`]).
 
+use kgbox_bundle::Kg;
+use kgbox_query::Answers;
 use serde::Serialize;
 
 use crate::llm::{ChatBackend, ChatRequest, LlmError};
+use crate::names::{name_path, path_text};
 use crate::prompt::{arbitrate_constraint, arbitrate_messages, CandidateInfo};
+use crate::rerank;
 
 /// How the final answers were chosen.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -20,6 +27,118 @@ pub enum Arbitration {
     Llm { candidates: usize },
     /// The LLM's choice was unusable; the threshold cut was used.
     Fallback { threshold: f32, reason: String },
+}
+
+/// A final answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct AskAnswer {
+    pub entity: u32,
+    pub name: String,
+    pub score: f32,
+    /// The reranker's P(correct), when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank_score: Option<f32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<Vec<[String; 3]>>,
+}
+
+/// What the arbitrator may use.
+pub(crate) struct ArbitrateInput<'a, 'k> {
+    pub kg: &'a Kg<'k>,
+    /// The chat model, when the LLM is to choose.
+    pub chat: Option<&'a dyn ChatBackend>,
+    pub question: &'a str,
+    /// Send candidates' provenance paths to the LLM.
+    pub share_context: bool,
+    /// Final answers at most.
+    pub top_k: usize,
+    /// The threshold cut's fraction of the best score.
+    pub threshold: f32,
+    /// The reranker's P(correct) of the reordered head, and its cut.
+    pub reranked: Option<&'a (Vec<f32>, f32)>,
+    /// Answers already chosen (by the retrieval strategies), as indices
+    /// into the candidates.
+    pub preset: Option<(Vec<usize>, Arbitration)>,
+}
+
+/// The final answers and how they were chosen.
+#[derive(Debug)]
+pub(crate) struct Arbitrated {
+    pub answers: Vec<AskAnswer>,
+    pub arbitration: Arbitration,
+}
+
+/// Chooses the final answers among `found`'s candidates.
+pub(crate) fn arbitrate(input: ArbitrateInput<'_, '_>, found: &Answers) -> Arbitrated {
+    let ArbitrateInput {
+        kg,
+        chat,
+        question,
+        share_context,
+        top_k,
+        threshold,
+        reranked,
+        preset,
+    } = input;
+    let scores: Vec<f32> = found.answers.iter().map(|a| a.score).collect();
+    let chat = chat.filter(|_| !found.answers.is_empty());
+    let (chosen, arbitration) = if let Some(preset) = preset {
+        preset
+    } else if let Some(chat) = chat {
+        let candidates: Vec<CandidateInfo> = found
+            .answers
+            .iter()
+            .map(|a| CandidateInfo {
+                name: kg.entity_name(a.entity).unwrap_or("?").to_string(),
+                score: a.score,
+                context: a.paths.iter().map(|p| path_text(kg, p)).collect(),
+            })
+            .collect();
+        match llm_choose(chat, question, &candidates, share_context) {
+            Ok(mut idx) => {
+                idx.truncate(top_k.max(1));
+                (
+                    idx,
+                    Arbitration::Llm {
+                        candidates: candidates.len(),
+                    },
+                )
+            }
+            Err(e) => (
+                threshold_cut(&scores, threshold, top_k),
+                Arbitration::Fallback {
+                    threshold,
+                    reason: e.to_string(),
+                },
+            ),
+        }
+    } else if let Some((probs, cut)) = reranked {
+        (
+            rerank::cut(probs, &scores, *cut, threshold, top_k),
+            Arbitration::Reranker { cut: *cut },
+        )
+    } else {
+        (
+            threshold_cut(&scores, threshold, top_k),
+            Arbitration::Threshold { threshold },
+        )
+    };
+    let probability = |i: usize| reranked.and_then(|(p, _)| p.get(i).copied());
+    let answers = chosen
+        .into_iter()
+        .filter_map(|i| found.answers.get(i).map(|a| (i, a)))
+        .map(|(i, a)| AskAnswer {
+            entity: a.entity,
+            name: kg.entity_name(a.entity).unwrap_or("?").to_string(),
+            score: a.score,
+            rerank_score: probability(i),
+            paths: a.paths.iter().map(|p| name_path(kg, p)).collect(),
+        })
+        .collect();
+    Arbitrated {
+        answers,
+        arbitration,
+    }
 }
 
 /// Indices (into `scores`, best first) of the answers kept by the cut: the

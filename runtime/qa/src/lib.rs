@@ -1,9 +1,15 @@
-//! Question answering over a kgbox bundle: a question goes through entity
-//! linking ([`question`]), a planner that writes a DSL query (the learned
-//! classifier of [`learned`], an LLM through [`llm`], or the zero-shot
-//! relation matcher of [`zeroshot`]), the query executor, and the
-//! arbitrator ([`arbitrate`]) that picks the final answers. [`ask`] runs the
-//! stages in order and times them.
+//! Question answering over a kgbox bundle, as a pipeline of stages: entity
+//! linking ([`question`]), a planner that writes a DSL query ([`planner`]:
+//! the learned classifier, the zero-shot relation matcher, or an LLM through
+//! [`llm`]), the query executor with query repair, the retrieval strategies
+//! after a failed LLM query ([`strategies`]), the reranker ([`rerank`]) and
+//! the arbitrator ([`arbitrate`]) that picks the final answers. The types
+//! the stages share are in [`pipeline`]; [`ask`] runs the stages in order
+//! and times them.
+//!
+//! Features: `dense` (the bundle's sentence encoder as the [`Embedder`]),
+//! `local-llm` (an in-process GGUF model), `train` (the packager's side: the
+//! planner trainer and the planner sections' writers).
 //!
 //! The LLM never sees the graph's structure: prompts carry the question, the
 //! linked entities' names, relation names and descriptions and candidate
@@ -12,21 +18,23 @@
 
 pub mod arbitrate;
 pub mod ask;
-pub mod features;
-pub mod learned;
 pub mod llm;
-pub mod llm_planner;
+mod names;
+pub mod pipeline;
+pub mod planner;
 pub mod prompt;
 mod query_repair;
 pub mod question;
 pub mod rerank;
 pub mod strategies;
-pub mod template;
-pub mod train;
-pub mod zeroshot;
 
-pub use ask::{AskError, AskOptions, AskResult, PlannerKind};
-pub use learned::LearnedPlanner;
+pub use pipeline::{AskError, AskOptions, AskResult, Context, ExecSpec, PlannerKind, Stages};
+pub use planner::{LearnedPlanner, LlmPlanError, RelationVectors};
+// The planners' modules under their former paths.
+pub use planner::llm as llm_planner;
+#[cfg(feature = "train")]
+pub use planner::train;
+pub use planner::{features, learned, template, zeroshot};
 
 /// A sentence encoder: unit-length embeddings of texts, in order. The
 /// runtime passes the bundle's encoder (`model.encoder.*`).

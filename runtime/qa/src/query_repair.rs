@@ -1,26 +1,26 @@
-//! Query repair after the execute step of [`crate::ask::ask`]: a planned
+//! Query repair after the execute stage of [`crate::ask::ask`]: a planned
 //! query with no answers is relaxed; one with more than
 //! [`RepairOptions::max_answers`] is tightened, but only by the question's
 //! other linked entities (constraints that the answers merely share carry no
 //! evidence from the question). See `docs/query-language.md`, "Query repair".
 
 use kgbox_query::exec::ExecOptions;
-use kgbox_query::repair::{repair_text, RepairError, RepairOptions, RepairReport};
-use kgbox_query::{Answers, ParseLimits, QueryError};
+use kgbox_query::repair::{RepairOptions, RepairReport};
+use kgbox_query::{repair_then, Answers, ParseLimits, QueryError, RepairSpec};
 
-use crate::ask::{AskError, Context};
+use crate::pipeline::{AskError, Context, ExecSpec};
 
-/// Repairs `query` when `found` calls for it and runs the repaired query
-/// with the served executor (`ctx.run`), replacing `found`. `with` are the
-/// question's linked entities other than the topic.
+/// Repairs the query of `spec` when `found` calls for it and runs the
+/// repaired query with the served executor ([`crate::pipeline::Stages`]),
+/// replacing `found`. `with` are the question's linked entities other than
+/// the topic.
 pub(crate) fn repair_found(
     ctx: &Context<'_, '_>,
-    query: &str,
-    candidates: usize,
-    keep_anchors: bool,
+    spec: &ExecSpec<'_>,
     with: &[u32],
     found: &mut Answers,
 ) -> Result<Option<RepairReport>, AskError> {
+    let query = spec.query;
     let fail = |error: QueryError| AskError::Query {
         query: query.to_string(),
         error: Box::new(error),
@@ -31,27 +31,39 @@ pub(crate) fn repair_found(
         ..RepairOptions::default()
     };
     let exec = ExecOptions {
-        exclude_anchors: !keep_anchors,
+        exclude_anchors: !spec.keep_anchors,
         ..ExecOptions::default()
     };
-    let report = repair_text(
+    let spec_repair = RepairSpec {
+        options: &opts,
+        with,
+    };
+    let rerun = |text: &str| {
+        let repaired = ExecSpec {
+            query: text,
+            ..*spec
+        };
+        ctx.stages
+            .execute(&repaired)
+            .map_err(|error| AskError::Query {
+                query: text.to_string(),
+                error: Box::new(error),
+            })
+    };
+    // A rerun failure is already an AskError naming the repaired query;
+    // keep it apart from repair's own errors, which name the planned one.
+    let (report, rerun) = repair_then(
         ctx.kg,
         query,
         found.total,
-        with,
+        spec_repair,
         &ParseLimits::default(),
         &exec,
-        &opts,
+        |text| Ok(rerun(text)),
     )
-    .map_err(|e| match e {
-        RepairError::Invalid(d) => fail(QueryError::Invalid(d)),
-        RepairError::Exec(e) => fail(QueryError::Exec(e)),
-    })?;
-    if let Some(text) = report.as_ref().and_then(|r| r.repaired.as_deref()) {
-        *found = (ctx.run)(text, candidates, keep_anchors).map_err(|error| AskError::Query {
-            query: text.to_string(),
-            error: Box::new(error),
-        })?;
+    .map_err(fail)?;
+    if let Some(answers) = rerun {
+        *found = answers?;
     }
     Ok(report)
 }

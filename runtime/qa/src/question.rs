@@ -1,6 +1,6 @@
-//! The question side of planning: which linked mention is the topic entity,
-//! and the question text with that mention masked (so that a planner learns
-//! the kind of question, not the entity).
+//! The question side of planning: the linked entities, which linked mention
+//! is the topic entity, and the question text with that mention masked (so
+//! that a planner learns the kind of question, not the entity).
 
 use kgbox_query::link::{Mention, Method};
 use serde::Serialize;
@@ -21,6 +21,33 @@ pub struct Topic {
     pub range: (usize, usize),
     pub probability: f32,
     pub method: Method,
+}
+
+/// A mention of the question with its best entity.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkedEntity {
+    pub mention: String,
+    pub entity: u32,
+    pub name: String,
+    pub probability: f32,
+    pub method: Method,
+}
+
+/// The mentions that have a candidate, each with its best one.
+pub fn linked_entities(mentions: &[Mention]) -> Vec<LinkedEntity> {
+    mentions
+        .iter()
+        .filter_map(|m| {
+            let c = m.candidates.first()?;
+            Some(LinkedEntity {
+                mention: m.text.clone(),
+                entity: c.entity,
+                name: c.name.clone(),
+                probability: c.probability,
+                method: c.method,
+            })
+        })
+        .collect()
 }
 
 /// The topic entity among `mentions` of `question`: a bracketed mention

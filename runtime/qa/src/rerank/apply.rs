@@ -1,14 +1,15 @@
-//! The reranking step of [`crate::ask::ask`]: the candidates' feature rows
-//! (for the reranker, or exported for training it) and their new order.
+//! The reranking stage of a question: the candidates' feature rows (for the
+//! reranker, or exported for training it) and their new order.
 
 use std::time::Instant;
 
+use kgbox_bundle::Kg;
 use kgbox_query::Answers;
 
-use super::{RerankInfo, WIDTH};
-use crate::ask::{ms, AskError, AskOptions, Context, LinkedEntity};
-use crate::question::{mask, Topic};
+use super::{NameSimilarity, RerankError, RerankInfo, Reranker, WIDTH};
+use crate::question::{mask, LinkedEntity, Topic};
 use crate::rerank;
+use crate::Embedder;
 
 /// One candidate's reranker features.
 #[derive(Debug, Clone)]
@@ -18,7 +19,7 @@ pub struct CandidateFeatures {
 }
 
 /// What [`rerank_candidates`] did.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub(crate) struct Reranked {
     /// P(correct) of the reordered candidates (the first `info.candidates`),
     /// and the cut.
@@ -27,36 +28,70 @@ pub(crate) struct Reranked {
     pub features: Vec<CandidateFeatures>,
 }
 
+/// What the reranking stage may use.
+pub(crate) struct RerankInput<'a, 'k> {
+    pub kg: &'a Kg<'k>,
+    /// The bundle's reranker, when it is to run.
+    pub reranker: Option<&'a Reranker>,
+    /// Return every scored candidate's features.
+    pub export_features: bool,
+    /// Candidates featurized for export when no reranker runs.
+    pub candidates: usize,
+    pub embedder: Option<&'a dyn Embedder>,
+    /// Cosine similarity of a question embedding to an entity's name vector.
+    pub name_similarity: Option<&'a NameSimilarity<'a>>,
+    pub question: &'a str,
+    pub topic: Option<&'a Topic>,
+    pub linked: &'a [LinkedEntity],
+    /// The planner's question embedding, when it made one.
+    pub question_vec: Option<Vec<f32>>,
+}
+
+/// Why the reranking stage failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error("the question could not be embedded: {0}")]
+    Embed(String),
+    #[error(transparent)]
+    Rerank(#[from] RerankError),
+}
+
 /// Computes the candidates' features (when the reranker runs or they are
 /// exported) and reorders the reranked ones by P(correct).
 pub(crate) fn rerank_candidates(
-    ctx: &Context<'_, '_>,
-    opts: &AskOptions,
-    question: &str,
-    topic: Option<&Topic>,
-    linked: &[LinkedEntity],
-    question_vec: Option<Vec<f32>>,
+    input: RerankInput<'_, '_>,
     found: &mut Answers,
-) -> Result<Reranked, AskError> {
-    let reranker = ctx.reranker.filter(|_| opts.rerank);
+) -> Result<Reranked, ApplyError> {
+    let RerankInput {
+        kg,
+        reranker,
+        export_features,
+        candidates,
+        embedder,
+        name_similarity,
+        question,
+        topic,
+        linked,
+        question_vec,
+    } = input;
     let mut out = Reranked::default();
-    if (reranker.is_none() && !opts.export_features) || found.answers.is_empty() {
+    if (reranker.is_none() && !export_features) || found.answers.is_empty() {
         return Ok(out);
     }
     let t = Instant::now();
     let n = reranker
         .map(|r| r.meta.candidates)
-        .unwrap_or(opts.candidates)
+        .unwrap_or(candidates)
         .min(found.answers.len());
     let wants_text = reranker.is_none_or(|r| r.meta.text_similarity);
-    let question_vec = match (wants_text, ctx.name_similarity, ctx.embedder) {
+    let question_vec = match (wants_text, name_similarity, embedder) {
         (true, Some(_), Some(e)) => match question_vec {
             Some(v) => Some(v),
             None => {
                 let text = topic.map(|t| mask(question, t.range));
                 let text = text.as_deref().unwrap_or(question);
                 e.embed(&[text])
-                    .map_err(AskError::Embed)?
+                    .map_err(ApplyError::Embed)?
                     .into_iter()
                     .next()
             }
@@ -65,7 +100,7 @@ pub(crate) fn rerank_candidates(
     };
     let similarity = |entity: u32| {
         let q = question_vec.as_deref()?;
-        ctx.name_similarity.and_then(|f| f(q, entity))
+        name_similarity.and_then(|f| f(q, entity))
     };
     let text: Option<&dyn Fn(u32) -> Option<f32>> = if question_vec.is_some() {
         Some(&similarity)
@@ -82,14 +117,14 @@ pub(crate) fn rerank_candidates(
         })
         .collect();
     let rows = rerank::featurize(
-        ctx.kg,
+        kg,
         &entities,
         &candidates,
         found.total,
         text,
         &rerank::SubgraphLimits::default(),
     );
-    if opts.export_features {
+    if export_features {
         out.features = candidates
             .iter()
             .zip(&rows)
@@ -126,7 +161,7 @@ pub(crate) fn rerank_candidates(
         candidates: n,
         changed_top: found.answers.first().map(|a| a.entity) != old_top,
         engine: reranker.scorer.engine(),
-        ms: ms(t),
+        ms: t.elapsed().as_secs_f64() * 1e3,
     });
     Ok(out)
 }

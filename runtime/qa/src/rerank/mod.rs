@@ -15,6 +15,10 @@ use serde::{Deserialize, Serialize};
 pub use features::{featurize, Candidate, FEATURE_NAMES, FEATURE_SET, WIDTH};
 pub use subgraph::SubgraphLimits;
 
+/// Cosine similarity of a question embedding to an entity's name vector
+/// (the bundle's `kg.dense.*`), for the reranker's text feature.
+pub type NameSimilarity<'a> = dyn Fn(&[f32], u32) -> Option<f32> + 'a;
+
 /// The `rerank.meta` format this build reads.
 pub const META_FORMAT: u32 = 1;
 

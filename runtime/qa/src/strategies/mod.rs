@@ -14,10 +14,9 @@
 //! What the LLM sees is written by [`crate::prompt`]: the question, entity
 //! and relation names, candidate names; triples only with context sharing.
 //! An LLM call that fails (other than a bad reply) ends the sequence.
+//! `ask`'s `strategies_tests` run the fall-through end to end.
 
 mod paths;
-#[cfg(test)]
-mod tests;
 mod triplets;
 mod walk;
 
@@ -30,9 +29,11 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::arbitrate::{threshold_cut, Arbitration};
-use crate::ask::{AskOptions, Context, LinkedEntity, PlannerKind};
 use crate::llm::{ChatBackend, ChatRequest, LlmError};
+use crate::names::path_text;
+use crate::planner::PlannerKind;
 use crate::prompt::{self, CandidateInfo, EntityInfo};
+use crate::question::LinkedEntity;
 
 /// Linked entities the strategies start from at most.
 const MAX_SOURCES: usize = 4;
@@ -128,7 +129,7 @@ impl StrategyName {
     }
 }
 
-/// What one strategy did ([`crate::AskResult::strategies`]).
+/// What one strategy did (`AskResult::strategies`).
 #[derive(Debug, Clone, Serialize)]
 pub struct StrategyReport {
     pub name: StrategyName,
@@ -246,6 +247,26 @@ fn is_fatal(e: &LlmError) -> bool {
     !matches!(e, LlmError::BadReply(_))
 }
 
+/// One question's inputs to the fall-through.
+pub(crate) struct FallThrough<'a, 'k> {
+    pub kg: &'a Kg<'k>,
+    /// The chat model; without one nothing falls through.
+    pub chat: Option<&'a dyn ChatBackend>,
+    /// The planner that wrote the first query.
+    pub planner: PlannerKind,
+    pub question: &'a str,
+    pub linked: &'a [LinkedEntity],
+    pub opts: &'a StrategyOptions,
+    /// Candidates the executor returns.
+    pub candidates: usize,
+    /// Final answers at most.
+    pub top_k: usize,
+    /// Relations listed to the LLM at most.
+    pub max_relations: usize,
+    /// Send triples to the LLM.
+    pub share_context: bool,
+}
+
 /// The first query, as the first strategy.
 pub(crate) struct FirstQuery {
     /// LLM calls made by the planner.
@@ -261,17 +282,11 @@ pub(crate) struct FirstQuery {
 /// Runs the fall-through after the planned query when it applies: an
 /// `llm` or `local` planner, strategies enabled, a chat model, and
 /// [`low_confidence`] candidates.
-pub(crate) fn after_query(
-    ctx: &Context<'_, '_>,
-    opts: &AskOptions,
-    question: &str,
-    linked: &[LinkedEntity],
-    found: &Answers,
-    first: FirstQuery,
-) -> Outcome {
-    let so = &opts.strategies;
-    let llm_planned = matches!(opts.planner, PlannerKind::Llm | PlannerKind::Local);
-    let (Some(chat), true, true) = (ctx.chat, llm_planned, so.enabled) else {
+pub(crate) fn after_query(q: &FallThrough<'_, '_>, found: &Answers, first: FirstQuery) -> Outcome {
+    let so = q.opts;
+    let linked = q.linked;
+    let llm_planned = matches!(q.planner, PlannerKind::Llm | PlannerKind::Local);
+    let (Some(chat), true, true) = (q.chat, llm_planned, so.enabled) else {
         return Outcome::default();
     };
     let Some(reason) = low_confidence(found, so) else {
@@ -295,15 +310,15 @@ pub(crate) fn after_query(
     query.candidates = found.total;
     query.note = Some(reason);
     let run = Run {
-        kg: ctx.kg,
+        kg: q.kg,
         chat,
-        question,
+        question: q.question,
         sources: &sources,
         opts: so,
-        candidates: opts.candidates.max(opts.top_k).max(1),
-        top_k: opts.top_k.max(1),
-        max_relations: opts.max_relations,
-        share_context: opts.share_context,
+        candidates: q.candidates.max(q.top_k).max(1),
+        top_k: q.top_k.max(1),
+        max_relations: q.max_relations,
+        share_context: q.share_context,
         threshold: first.threshold,
     };
     run.fall_through(found, query)
@@ -424,7 +439,7 @@ impl Run<'_, '_> {
             .map(|(a, _)| CandidateInfo {
                 name: self.kg.entity_name(a.entity).unwrap_or("?").to_string(),
                 score: a.score,
-                context: a.paths.iter().map(|p| self.path_text(p)).collect(),
+                context: a.paths.iter().map(|p| path_text(self.kg, p)).collect(),
             })
             .collect();
         let names: Vec<String> = infos.iter().map(|c| c.name.clone()).collect();
@@ -500,24 +515,61 @@ impl Run<'_, '_> {
             }),
         )
     }
-
-    fn path_text(&self, path: &[kgbox_query::exec::Triple]) -> String {
-        let e = |id: u32| self.kg.entity_name(id).unwrap_or("?");
-        path.iter()
-            .map(|&[h, r, t]| {
-                format!(
-                    "{} -[{}]-> {}",
-                    e(h),
-                    self.kg.relation_name(r).unwrap_or("?"),
-                    e(t)
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; ")
-    }
 }
 
 #[derive(Deserialize)]
 struct FinalReply {
     answers: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn low_confidence_is_no_answers_a_low_best_score_or_too_many() {
+        let opts = StrategyOptions::default();
+        let answers = |scores: &[f32], total: usize| Answers {
+            answers: scores
+                .iter()
+                .enumerate()
+                .map(|(i, &score)| Answer {
+                    entity: i as u32,
+                    score,
+                    paths: Vec::new(),
+                })
+                .collect(),
+            total,
+            edge_visits: 0,
+        };
+        assert!(low_confidence(&answers(&[], 0), &opts).is_some());
+        assert!(low_confidence(&answers(&[0.3], 1), &opts).is_some());
+        assert!(low_confidence(&answers(&[1.0], 51), &opts).is_some());
+        assert!(low_confidence(&answers(&[1.0, 0.2], 2), &opts).is_none());
+        let unlimited = StrategyOptions {
+            max_answers: 0,
+            ..opts
+        };
+        assert!(low_confidence(&answers(&[1.0], 5000), &unlimited).is_none());
+        assert!(opts.check().is_ok());
+        let bad = StrategyOptions {
+            max_path_length: 4,
+            ..opts
+        };
+        assert!(bad.check().unwrap_err().contains("max_path_length"));
+    }
+
+    #[test]
+    fn replies_are_parsed_leniently_and_never_panic() {
+        #[derive(Deserialize, Debug)]
+        struct R {
+            #[allow(dead_code)]
+            paths: Vec<String>,
+        }
+        assert!(parse_reply::<R>(r#"{"paths": []}"#).is_ok());
+        assert!(parse_reply::<R>("```json\n{\"paths\": [\"a\"]}\n```").is_ok());
+        for bad in ["", "}{", "{", "no json", r#"{"paths": 3}"#, "}"] {
+            assert!(parse_reply::<R>(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -16,6 +16,7 @@ pub struct RelationVectors {
 }
 
 /// The text embedded for relation `r`.
+#[cfg(feature = "train")]
 pub fn relation_text(kg: &Kg<'_>, r: u32) -> String {
     match kg.relation_description(r) {
         Some(d) if !d.trim().is_empty() => d.to_string(),
@@ -27,6 +28,7 @@ pub fn relation_text(kg: &Kg<'_>, r: u32) -> String {
 }
 
 impl RelationVectors {
+    #[cfg(feature = "train")]
     pub fn new(dim: usize, vecs: Vec<f32>) -> RelationVectors {
         RelationVectors { dim, vecs }
     }
@@ -49,6 +51,7 @@ impl RelationVectors {
         })
     }
 
+    #[cfg(feature = "train")]
     pub fn to_section(&self) -> Vec<u8> {
         self.vecs.iter().flat_map(|v| v.to_le_bytes()).collect()
     }

@@ -1,16 +1,20 @@
-//! The fall-through end to end through [`crate::ask::ask`], over a small
-//! graph, with a scripted chat model answering by purpose.
+//! The retrieval strategies' fall-through end to end through
+//! [`crate::ask::ask`], over a small graph, with a scripted chat model
+//! answering by purpose.
 
 use std::sync::Mutex;
 
+use kgbox_bundle::Kg;
 use kgbox_query::exec::ExecOptions;
-use kgbox_query::link::{link_text, LinkOptions};
-use kgbox_query::ParseLimits;
+use kgbox_query::link::{link_text, LinkOptions, Mention};
+use kgbox_query::{Answers, ParseLimits, QueryError};
 
-use super::*;
-use crate::ask::{ask, AskResult};
-use crate::llm::ChatRequest;
+use super::ask;
+use crate::arbitrate::Arbitration;
+use crate::llm::{ChatBackend, ChatRequest, LlmError};
+use crate::pipeline::{AskOptions, AskResult, Context, ExecSpec, PlannerKind, Stages};
 use crate::rerank::test_graph::graph;
+use crate::strategies::{StrategyName, StrategyReport};
 
 const FILMS: &[(&str, &str, &str)] = &[
     ("Alien", "directed_by", "Ridley Scott"),
@@ -77,26 +81,33 @@ fn user_text(req: &ChatRequest) -> String {
         .unwrap_or_default()
 }
 
+/// Lexical linking and the exact executor over a graph.
+struct Plain<'a, 'k>(&'a Kg<'k>);
+
+impl Stages for Plain<'_, '_> {
+    fn link(&self, text: &str) -> Result<Vec<Mention>, String> {
+        Ok(link_text(self.0, text, &LinkOptions::default()))
+    }
+    fn execute(&self, spec: &ExecSpec<'_>) -> Result<Answers, QueryError> {
+        let exec = ExecOptions {
+            top_k: spec.candidates,
+            exclude_anchors: !spec.keep_anchors,
+            ..ExecOptions::default()
+        };
+        kgbox_query::run_query(self.0, spec.query, &ParseLimits::default(), &exec).map(|(a, _)| a)
+    }
+}
+
 /// Asks `question` over FILMS with the `llm` planner and `chat`.
 fn ask_with(chat: &Scripted, question: &str, opts: AskOptions) -> AskResult {
     graph(FILMS, |kg| {
-        let link = |text: &str| Ok(link_text(kg, text, &LinkOptions::default()));
-        let run = |q: &str, n: usize, keep: bool| {
-            let exec = ExecOptions {
-                top_k: n,
-                exclude_anchors: !keep,
-                ..ExecOptions::default()
-            };
-            kgbox_query::run_query(kg, q, &ParseLimits::default(), &exec).map(|(a, _)| a)
-        };
         let ctx = Context {
             kg,
             learned: None,
             relvecs: None,
             embedder: None,
             chat: Some(chat),
-            link: &link,
-            run: &run,
+            stages: &Plain(kg),
             reranker: None,
             name_similarity: None,
         };
@@ -313,51 +324,4 @@ fn a_failing_llm_ends_the_sequence_and_a_bad_reply_does_not() {
     assert_eq!(names(&r), ["1982"]);
     assert!(matches!(r.arbitration, Arbitration::Fallback { .. }));
     assert!(strategy(&r, StrategyName::Paths)[0].error.is_some());
-}
-
-#[test]
-fn low_confidence_is_no_answers_a_low_best_score_or_too_many() {
-    let opts = StrategyOptions::default();
-    let answers = |scores: &[f32], total: usize| Answers {
-        answers: scores
-            .iter()
-            .enumerate()
-            .map(|(i, &score)| Answer {
-                entity: i as u32,
-                score,
-                paths: Vec::new(),
-            })
-            .collect(),
-        total,
-        edge_visits: 0,
-    };
-    assert!(low_confidence(&answers(&[], 0), &opts).is_some());
-    assert!(low_confidence(&answers(&[0.3], 1), &opts).is_some());
-    assert!(low_confidence(&answers(&[1.0], 51), &opts).is_some());
-    assert!(low_confidence(&answers(&[1.0, 0.2], 2), &opts).is_none());
-    let unlimited = StrategyOptions {
-        max_answers: 0,
-        ..opts
-    };
-    assert!(low_confidence(&answers(&[1.0], 5000), &unlimited).is_none());
-    assert!(opts.check().is_ok());
-    let bad = StrategyOptions {
-        max_path_length: 4,
-        ..opts
-    };
-    assert!(bad.check().unwrap_err().contains("max_path_length"));
-}
-
-#[test]
-fn replies_are_parsed_leniently_and_never_panic() {
-    #[derive(Deserialize, Debug)]
-    struct R {
-        #[allow(dead_code)]
-        paths: Vec<String>,
-    }
-    assert!(parse_reply::<R>(r#"{"paths": []}"#).is_ok());
-    assert!(parse_reply::<R>("```json\n{\"paths\": [\"a\"]}\n```").is_ok());
-    for bad in ["", "}{", "{", "no json", r#"{"paths": 3}"#, "}"] {
-        assert!(parse_reply::<R>(bad).is_err(), "{bad}");
-    }
 }

@@ -15,10 +15,10 @@ use kgbox_query::ast::EntityRef;
 use kgbox_query::link::{link_text, LinkOptions};
 use kgbox_query::{parse, Query};
 
-use crate::features::{embed_all, featurize, FeatureSpec, Features};
-use crate::learned::{softmax, LearnedPlanner, PlannerMeta, FORMAT};
+use super::features::{embed_all, featurize, FeatureSpec, Features};
+use super::learned::{softmax, LearnedPlanner, PlannerMeta, DEFAULT_THRESHOLD, FORMAT};
+use super::template::Template;
 use crate::question::{mask, mention_range};
-use crate::template::Template;
 use crate::Embedder;
 
 /// One line of an examples file.
@@ -427,9 +427,6 @@ pub fn train(
         heldout_accuracy,
     })
 }
-
-/// The arbitrator's cut when nothing was calibrated.
-pub const DEFAULT_THRESHOLD: f32 = 0.5;
 
 /// One calibration case: the executor's scores best first, and whether each
 /// answer is gold; `gold` is the size of the gold set.

@@ -1,7 +1,8 @@
 //! The LLM planner: ask for a query, check it (parse and bind against the
-//! bundle), and on an error ask again with the error message, a bounded
-//! number of times.
+//! bundle, [`validate`]), and on an error ask again with the error message,
+//! a bounded number of times.
 
+use kgbox_bundle::Kg;
 use serde::Serialize;
 
 use crate::llm::{ChatBackend, ChatRequest, LlmError, Message};
@@ -57,6 +58,48 @@ pub fn extract_query(reply: &str) -> Result<String, String> {
             .ok_or_else(|| "the reply has no non-empty \"query\" string".to_string()),
         None => Err("the reply is not the JSON object {\"query\": \"...\"}".to_string()),
     }
+}
+
+/// The graph's relations as the LLM sees them (names and descriptions), at
+/// most `max`.
+pub fn relations(kg: &Kg<'_>, max: usize) -> Vec<RelationInfo> {
+    (0..kg.relation_count() as u32)
+        .take(max)
+        .filter_map(|r| {
+            Some(RelationInfo {
+                name: kg.relation_name(r)?.to_string(),
+                description: kg.relation_description(r).map(String::from),
+            })
+        })
+        .collect()
+}
+
+/// Whether a query follows at least one relation (a bare entity, or a set
+/// of entities, only answers the question with its own entities).
+pub fn has_projection(q: &kgbox_query::Query) -> bool {
+    use kgbox_query::Query;
+    match q {
+        Query::Entity { .. } => false,
+        Query::Project { .. } => true,
+        Query::And { operands, .. } | Query::Or { operands, .. } => {
+            operands.iter().any(has_projection)
+        }
+        Query::Not { operand, .. } => has_projection(operand),
+    }
+}
+
+/// Checks a planned query: it parses, follows a relation and binds against
+/// `kg`; the error message is shown to the LLM.
+pub fn validate(kg: &Kg<'_>, q: &str) -> Result<(), String> {
+    let query = kgbox_query::parse(q).map_err(|d| d.to_string())?;
+    if !has_projection(&query) {
+        return Err(
+            "the query follows no relation: write ENTITY -> relation (-> relation ...)".into(),
+        );
+    }
+    kgbox_query::bind::bind(kg, &query, q)
+        .map(|_| ())
+        .map_err(|d| d.to_string())
 }
 
 /// Plans with `backend`. `validate` parses and binds a query, returning the
@@ -121,6 +164,15 @@ mod tests {
         fn endpoint(&self) -> String {
             "scripted".into()
         }
+    }
+
+    #[test]
+    fn a_query_must_follow_a_relation() {
+        let q = |t: &str| kgbox_query::parse(t).expect("parses");
+        assert!(!has_projection(&q("\"Blade Runner\"")));
+        assert!(!has_projection(&q("OR(a, b)")));
+        assert!(has_projection(&q("\"Blade Runner\" -> directed_by")));
+        assert!(has_projection(&q("AND(a -> r, b)")));
     }
 
     #[test]

@@ -1,13 +1,17 @@
 //! The learned planner: a softmax classifier from question features
-//! ([`crate::features`]) to query templates ([`crate::template`]), trained by
-//! the packager ([`crate::train`]) and stored in the bundle as two sections:
+//! ([`super::features`]) to query templates ([`super::template`]), trained by
+//! the packager (`super::train`) and stored in the bundle as two sections:
 //! `planner.meta` (JSON: [`PlannerMeta`]) and `planner.weights` (`f32`
 //! little-endian, `[class][feature + 1]`, the bias last).
 
 use serde::{Deserialize, Serialize};
 
-use crate::features::{FeatureSpec, Features};
-use crate::template::Template;
+use super::features::{FeatureSpec, Features};
+use super::template::Template;
+
+/// The arbitrator's cut when nothing was calibrated (and without a learned
+/// planner).
+pub const DEFAULT_THRESHOLD: f32 = 0.5;
 
 /// The `planner.meta` format this build reads and writes.
 pub const FORMAT: u32 = 1;
@@ -106,6 +110,7 @@ impl LearnedPlanner {
     }
 
     /// The two sections' bytes: (`planner.meta`, `planner.weights`).
+    #[cfg(any(test, feature = "train"))]
     pub fn to_sections(&self) -> (Vec<u8>, Vec<u8>) {
         let meta = serde_json::to_vec_pretty(&self.meta).unwrap_or_default();
         let weights = self.weights.iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -118,11 +123,13 @@ impl LearnedPlanner {
     }
 
     /// Sets the per-template anchor policy (the packager's calibration).
+    #[cfg(feature = "train")]
     pub fn set_keep_anchors(&mut self, keep: Vec<bool>) {
         self.meta.keep_anchors = keep;
     }
 
     /// Sets the arbitrator's calibrated threshold.
+    #[cfg(feature = "train")]
     pub fn set_answer_threshold(&mut self, threshold: f32) {
         self.meta.answer_threshold = threshold.clamp(0.0, 1.0);
     }

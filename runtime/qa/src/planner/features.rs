@@ -9,12 +9,14 @@
 //!    direction) the entity has edges of, so that "who wrote X" can tell a
 //!    film from a book by what the graph knows of X.
 //!
-//! The packager computes the same features to train ([`crate::train`]);
+//! The packager computes the same features to train (`super::train`, feature
+//! `train`);
 //! both sides call [`featurize`].
 
 use kgbox_bundle::Kg;
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "train")]
 use crate::Embedder;
 
 /// Sizes of the feature blocks.
@@ -177,6 +179,7 @@ pub fn featurize(
 }
 
 /// Embeds masked questions with `embedder` when the spec wants embeddings.
+#[cfg(feature = "train")]
 pub fn embed_all(
     embedder: Option<&dyn Embedder>,
     masked: &[&str],
