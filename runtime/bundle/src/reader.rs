@@ -106,7 +106,8 @@ impl<R: Read + Seek> BundleReader<R> {
 
     /// Checks the signature against the trusted keys.
     pub fn verify_signature<'k>(&self, keys: &'k TrustedKeys) -> Result<&'k PublicKey> {
-        keys.verify(&self.prefix)
+        let p = &self.prefix;
+        keys.verify_bundle(p.header.key_id, p.signed_bytes(), p.signature())
     }
 
     /// Hashes the stored bytes of every section (cheap: compressed size) and

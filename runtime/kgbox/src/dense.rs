@@ -11,7 +11,7 @@ use kgbox_query::link::{LinkOptions, Mention};
 use crate::loaded::LoadedBundle;
 
 #[cfg(feature = "dense")]
-pub use kgbox_query::dense::Encoder;
+pub use kgbox_neural::Encoder;
 
 /// Stands in for the encoder in builds without the `dense` feature.
 #[cfg(not(feature = "dense"))]

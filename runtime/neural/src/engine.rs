@@ -33,6 +33,8 @@ pub trait Engine: Send + Sync {
     fn name(&self) -> &'static str;
     /// The device it runs on (`cpu`, `cuda`).
     fn device(&self) -> &'static str;
+    /// The graph's input names, in position order.
+    fn inputs(&self) -> &[String];
     /// Runs the graph; returns the first output's shape and values.
     fn run(&self, inputs: &[(&str, Arg<'_>)]) -> Result<(Vec<usize>, Vec<f32>)>;
 }
@@ -114,6 +116,32 @@ pub fn load(kind: EngineKind, device: Device, onnx: &[u8]) -> Result<Box<dyn Eng
             let _ = device;
             Err(NeuralError::EngineMissing("ort"))
         }
+    }
+}
+
+/// Loads a token model (every input int64 `[batch, sequence]`, such as a
+/// BERT-style sentence encoder) into the chosen engine. tract builds one
+/// plan per sequence length (see [`tract::TractEngine::for_tokens`]), the
+/// first for `first_length` now; ONNX Runtime takes any length.
+pub fn load_tokens(
+    kind: EngineKind,
+    device: Device,
+    onnx: &[u8],
+    first_length: usize,
+) -> Result<Box<dyn Engine>> {
+    match kind {
+        EngineKind::Tract => {
+            if device == Device::Cuda {
+                return Err(NeuralError::Load(
+                    "tract runs on the CPU only; use the ort engine for CUDA".into(),
+                ));
+            }
+            Ok(Box::new(crate::engine::tract::TractEngine::for_tokens(
+                onnx,
+                first_length,
+            )?))
+        }
+        EngineKind::Ort => load(kind, device, onnx),
     }
 }
 

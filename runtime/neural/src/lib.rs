@@ -10,8 +10,10 @@
 //!
 //! Two engines run the ONNX graphs behind one trait ([`engine::Engine`]):
 //! tract (pure Rust, the default) and ONNX Runtime (cargo feature `ort`,
-//! with CUDA behind the `cuda` feature).
+//! with CUDA behind the `cuda` feature). The bundle's sentence encoder
+//! ([`encoder`]) runs on them too: this crate is the one home of ONNX.
 
+pub mod encoder;
 pub mod engine;
 pub mod kgc;
 pub mod meta;
@@ -21,6 +23,7 @@ pub mod relgraph;
 pub mod seppr;
 pub mod subgraph;
 
+pub use encoder::{Encoder, EncoderError};
 pub use engine::{Device, Engine, EngineKind};
 pub use meta::UltraMeta;
 pub use model::UltraModel;

@@ -47,14 +47,14 @@ pub trait Embedder: Send + Sync {
 /// The bundle's sentence encoder as an [`Embedder`].
 #[cfg(feature = "dense")]
 pub struct EncoderEmbedder {
-    encoder: std::sync::Arc<kgbox_query::dense::Encoder>,
+    encoder: std::sync::Arc<kgbox_neural::Encoder>,
     dim: usize,
 }
 
 #[cfg(feature = "dense")]
 impl EncoderEmbedder {
     /// Wraps `encoder`, embedding one probe text to learn its dimension.
-    pub fn new(encoder: std::sync::Arc<kgbox_query::dense::Encoder>) -> Result<Self, String> {
+    pub fn new(encoder: std::sync::Arc<kgbox_neural::Encoder>) -> Result<Self, String> {
         let dim = encoder
             .embed(&["dimension probe"])
             .map_err(|e| e.to_string())?

@@ -3,13 +3,14 @@
 //! [`parse`] turns DSL text into an [`ast::Query`] without looking at any
 //! graph; [`bind`] resolves its names against a bundle's [`Kg`] into a
 //! [`plan::Plan`]; [`exec`] evaluates a plan over fuzzy sets with provenance.
-//! [`link`] finds entity mentions in text; [`retrieve`] cuts a subgraph.
+//! [`link`] finds entity mentions in text (its dense stage takes the
+//! embeddings of a [`dense::TextEncoder`]); [`retrieve`] cuts a subgraph.
+//! No ONNX model runs here: the encoder lives in `kgbox-neural`.
 //!
 //! [`Kg`]: kgbox_bundle::Kg
 
 pub mod ast;
 pub mod bind;
-#[cfg(feature = "dense")]
 pub mod dense;
 pub mod diag;
 pub mod exec;

@@ -1,5 +1,6 @@
 //! Entity linking over the demo bundle (a slice of MetaQA's movie KB) and
-//! over a tiny graph built here with aliases and colliding names.
+//! over a tiny graph built here with aliases and colliding names, and the
+//! dense stage over a tiny index with a stand-in encoder.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
@@ -8,7 +9,13 @@ use kgbox_bundle::kg::encode;
 use kgbox_bundle::normalize::normalize;
 use kgbox_bundle::sections::{self as s, include_in_image};
 use kgbox_bundle::{image, AlignedBytes, ImageView, Kg, Limits, PublicKey, TrustedKeys};
-use kgbox_query::link::{link_mention, link_text, Candidate, LinkOptions, Mention, Method};
+use kgbox_query::dense::{
+    quantize, Dense, DenseError, DenseIndex, DenseMeta, EncodeError, TextEncoder, QUANTIZATION,
+};
+use kgbox_query::link::{
+    eq1, link_mention, link_mention_dense, link_text, link_text_dense, Candidate, LinkOptions,
+    Mention, Method,
+};
 use proptest::prelude::*;
 
 const DEMO: &[u8] = include_bytes!("../../../demo/demo.kgb");
@@ -577,4 +584,108 @@ fn long_mentions() {
         ..opts()
     };
     assert_eq!(texts(&link_text(&kg, long, &short)), ["Jesse James"]);
+}
+
+/// A stand-in for the sentence encoder: every text containing "replicant"
+/// lands next to the vector of entity `near`; "fail" is an error.
+struct FakeEncoder {
+    near: f32,
+}
+
+/// Entity `i`'s unit vector in the tiny dense index.
+fn angle_vector(angle: f32) -> Vec<f32> {
+    vec![angle.cos(), angle.sin()]
+}
+
+impl TextEncoder for FakeEncoder {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncodeError> {
+        texts
+            .iter()
+            .map(|t| {
+                let t = t.to_lowercase();
+                if t.contains("fail") {
+                    return Err("the encoder is down".into());
+                }
+                let angle = if t.contains("replicant") {
+                    self.near * 0.15 + 0.01
+                } else {
+                    3.0
+                };
+                Ok(angle_vector(angle))
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn dense_stage_through_a_text_encoder() {
+    with_tiny(|kg| {
+        let n = kg.entity_count();
+        let vectors: Vec<Vec<f32>> = (0..n).map(|i| angle_vector(i as f32 * 0.15)).collect();
+        let meta = DenseMeta {
+            model: "fake".into(),
+            dim: 2,
+            count: n as u64,
+            quantization: QUANTIZATION.into(),
+        }
+        .to_json();
+        let bytes = quantize(&vectors);
+        let index = DenseIndex::new(&meta, &bytes, n).unwrap();
+        let runner = link_mention(kg, "Blade Runner", &opts())[0].entity;
+        let encoder = FakeEncoder {
+            near: runner as f32,
+        };
+        let dense = Dense {
+            index,
+            encoder: &encoder,
+        };
+
+        // Nothing lexical: the dense stage answers, nearest first, Eq. 1 over
+        // the kept candidates.
+        let found = link_mention_dense(kg, Some(&dense), "Replicant movie", &opts()).unwrap();
+        assert_eq!(found.len(), opts().top_m);
+        assert_eq!(found[0].name, "Blade Runner");
+        assert!(found.iter().all(|c| c.method == Method::Dense));
+        assert!(found[0].embedding_distance.unwrap() < 0.05);
+        assert!((total(&found) - 1.0).abs() < 1e-5, "{found:?}");
+        let distances: Vec<f32> = found
+            .iter()
+            .map(|c| c.embedding_distance.unwrap())
+            .collect();
+        let p: Vec<f32> = found.iter().map(|c| c.probability).collect();
+        assert_eq!(p, eq1(&distances));
+
+        // A lexical match wins; without the index or with `dense: false`
+        // the dense stage is skipped.
+        let exact = link_mention_dense(kg, Some(&dense), "Ridley Scott", &opts()).unwrap();
+        assert_eq!(exact[0].method, Method::Exact);
+        assert!(link_mention_dense(kg, None, "Replicant movie", &opts())
+            .unwrap()
+            .is_empty());
+        let off = LinkOptions {
+            dense: false,
+            ..opts()
+        };
+        assert!(
+            link_mention_dense(kg, Some(&dense), "Replicant movie", &off)
+                .unwrap()
+                .is_empty()
+        );
+
+        // In text, only bracketed mentions reach the dense stage.
+        let ms = link_text_dense(
+            kg,
+            Some(&dense),
+            "[replicant film] by Ridley Scott",
+            &opts(),
+        )
+        .unwrap();
+        assert_eq!(texts(&ms), ["replicant film", "Ridley Scott"]);
+        assert_eq!(ms[0].candidates[0].name, "Blade Runner");
+
+        // The encoder's error comes back with its own message.
+        let err = link_text_dense(kg, Some(&dense), "[fail here]", &opts()).unwrap_err();
+        assert!(matches!(err, DenseError::Encoder(_)));
+        assert_eq!(err.to_string(), "the encoder is down");
+    })
 }

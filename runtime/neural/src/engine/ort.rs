@@ -48,6 +48,8 @@ pub struct OrtEngine {
     /// `Session::run` needs exclusive access.
     session: Mutex<Session>,
     device: &'static str,
+    /// Model input names, in position order.
+    inputs: Vec<String>,
 }
 
 /// Whether the loaded ONNX Runtime has the CUDA execution provider.
@@ -93,9 +95,15 @@ impl OrtEngine {
                 .map_err(load_err)?;
         }
         let session = builder.commit_from_memory(onnx).map_err(load_err)?;
+        let inputs = session
+            .inputs()
+            .iter()
+            .map(|i| i.name().to_string())
+            .collect();
         Ok(OrtEngine {
             session: Mutex::new(session),
             device: if use_cuda { "cuda" } else { "cpu" },
+            inputs,
         })
     }
 }
@@ -107,6 +115,10 @@ impl Engine for OrtEngine {
 
     fn device(&self) -> &'static str {
         self.device
+    }
+
+    fn inputs(&self) -> &[String] {
+        &self.inputs
     }
 
     fn run(&self, inputs: &[(&str, Arg<'_>)]) -> Result<(Vec<usize>, Vec<f32>)> {

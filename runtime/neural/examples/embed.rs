@@ -1,7 +1,8 @@
 //! Prints the embeddings of texts as JSON (for checking the encoder against
 //! another runtime, see `models/minilm/check-onnxruntime.py`).
 //!
-//! `cargo run -p kgbox-query --features dense --example embed -- MODEL.onnx TOKENIZER.json TEXT...`
+//! `cargo run -p kgbox-neural --example embed -- MODEL.onnx TOKENIZER.json TEXT...`
+//! (`ENGINE=ort` with `--features ort` runs it on ONNX Runtime).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 fn main() {
@@ -13,8 +14,18 @@ fn main() {
     let onnx = std::fs::read(&args[1]).expect("reading the model");
     let tokenizer = std::fs::read(&args[2]).expect("reading the tokenizer");
     let t = std::time::Instant::now();
-    let encoder = kgbox_query::dense::Encoder::from_bytes(&onnx, &tokenizer).unwrap();
-    eprintln!("loaded in {:?}, opset {}", t.elapsed(), encoder.opset());
+    let kind: kgbox_neural::EngineKind = std::env::var("ENGINE")
+        .unwrap_or_else(|_| "tract".into())
+        .parse()
+        .unwrap();
+    let encoder =
+        kgbox_neural::Encoder::load(kind, kgbox_neural::Device::Cpu, &onnx, &tokenizer).unwrap();
+    let opset = kgbox_neural::engine::tract::opset(&onnx).unwrap();
+    eprintln!(
+        "loaded on {} in {:?}, opset {opset}",
+        encoder.engine(),
+        t.elapsed()
+    );
     let texts: Vec<&str> = args[3..].iter().map(String::as_str).collect();
     let t = std::time::Instant::now();
     let vectors = encoder.embed(&texts).unwrap();

