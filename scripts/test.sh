@@ -14,6 +14,9 @@ bash scripts/setup.sh
 step "cargo fmt --all --check"
 cargo fmt --all --check
 
+step "no module import cycles (runtime/qa, runtime/query, runtime/bundle)"
+python3 scripts/module-cycles.py runtime/qa/src runtime/query/src runtime/bundle/src
+
 step "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
