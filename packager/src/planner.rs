@@ -14,8 +14,8 @@ use kgbox_bundle::{Kg, ModelInfo};
 use kgbox_neural::engine::{Device, EngineKind};
 use kgbox_neural::seppr::SepprParams;
 use kgbox_neural::{NeuralProjector, UltraModel};
-use kgbox_qa::train::{self, CalibrationCase, Prepared, TrainOptions};
-use kgbox_qa::zeroshot::{relation_text, RelationVectors};
+use kgbox_qa::planner::train::{self, CalibrationCase, Prepared, TrainOptions};
+use kgbox_qa::planner::zeroshot::{relation_text, RelationVectors};
 use kgbox_qa::{Embedder, EncoderEmbedder};
 use kgbox_query::{ExecOptions, Executor, ParseLimits};
 

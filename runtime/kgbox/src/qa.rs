@@ -13,7 +13,7 @@ use kgbox_qa::llm::audit::AuditLog;
 use kgbox_qa::llm::openai::OpenAiClient;
 use kgbox_qa::llm::ChatBackend;
 use kgbox_qa::rerank::Reranker;
-use kgbox_qa::zeroshot::RelationVectors;
+use kgbox_qa::RelationVectors;
 use kgbox_qa::{
     AskError, AskOptions, AskResult, Context, Embedder, ExecSpec, LearnedPlanner, PlannerKind,
     Stages,

@@ -30,11 +30,6 @@ pub mod strategies;
 
 pub use pipeline::{AskError, AskOptions, AskResult, Context, ExecSpec, PlannerKind, Stages};
 pub use planner::{LearnedPlanner, LlmPlanError, RelationVectors};
-// The planners' modules under their former paths.
-pub use planner::llm as llm_planner;
-#[cfg(feature = "train")]
-pub use planner::train;
-pub use planner::{features, learned, template, zeroshot};
 
 /// A sentence encoder: unit-length embeddings of texts, in order. The
 /// runtime passes the bundle's encoder (`model.encoder.*`).

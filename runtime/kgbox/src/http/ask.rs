@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use kgbox_qa::llm::LlmError;
-use kgbox_qa::llm_planner::LlmPlanError;
+use kgbox_qa::LlmPlanError;
 use kgbox_qa::{AskError, PlannerKind};
 use kgbox_query::QueryError;
 use serde::Deserialize;
