@@ -56,8 +56,18 @@ qa_pack_eval() {
   else
     pack+=(--planner-no-encoder)
   fi
-  [[ -n $ULTRA ]] && pack+=(--ultra "$ULTRA")
-  log "pack $KB${ULTRA:+ with --ultra $ULTRA}"
+  [[ ${EXAMPLE_FACTS:-0} == 1 ]] && pack+=(--add-example-facts)
+  if [[ -n ${TRAIN_BUDGET:-} ]]; then
+    # Fine-tune the executor on KB (and the examples) first; WORK/train keeps its state,
+    # so a second run with the same WORK reuses the trained model.
+    pack+=(--train-executor --train-budget "$TRAIN_BUDGET" --train-dir "$WORK/train"
+      --train-seed "${TRAIN_SEED:-0}")
+    [[ -n ${TRAIN_PYTHON:-} ]] && pack+=(--train-python "$TRAIN_PYTHON")
+    log "pack $KB, training the executor for up to $TRAIN_BUDGET"
+  else
+    [[ -n $ULTRA ]] && pack+=(--ultra "$ULTRA")
+    log "pack $KB${ULTRA:+ with --ultra $ULTRA}"
+  fi
   "${pack[@]}" >&2
   if [[ ${RERANK:-0} == 1 ]]; then
     qa_rerank_stage "$2" "$1" "$3" "$4"

@@ -84,3 +84,19 @@ else
   echo "setup.sh: installing the PyPI package onnxruntime==$ORT_VERSION (library for the ort engine)"
   python3 -m pip install --quiet "onnxruntime==$ORT_VERSION"
 fi
+
+# The trainer of `kgbox-pack build --train-executor` (models/ultra/train.py:
+# PyTorch, onnx, onnxruntime) in its own virtual environment, .venv-ultra at the
+# repository root; packager/tests/train.rs uses it. The CPU-only torch wheel
+# comes from PyTorch's index when it can be reached, else from PyPI.
+VENV="$(cd "$(dirname "$0")/.." && pwd)/.venv-ultra"
+if "$VENV/bin/python" -c "import torch, onnx, onnxruntime, onnxscript, numpy" >/dev/null 2>&1; then
+  echo "setup.sh: trainer environment present ($VENV, torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)'))"
+else
+  echo "setup.sh: making the trainer environment $VENV (models/ultra/requirements.txt)"
+  python3 -m venv "$VENV"
+  TORCH=$(grep -E '^torch==' "$(dirname "$0")/../models/ultra/requirements.txt")
+  "$VENV/bin/python" -m pip install --quiet --index-url https://download.pytorch.org/whl/cpu "$TORCH" 2>/dev/null ||
+    "$VENV/bin/python" -m pip install --quiet "$TORCH"
+  "$VENV/bin/python" -m pip install --quiet -r "$(dirname "$0")/../models/ultra/requirements.txt"
+fi

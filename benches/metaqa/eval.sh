@@ -16,6 +16,14 @@
 #   EXECUTOR=hybrid             symbolic, neural or hybrid (symbolic when ULTRA is empty)
 #   ULTRA=models/ultra/onnx/ultraquery   ULTRA prefix for --ultra; ULTRA= packs without the
 #                               neural model, and then EXECUTOR must be symbolic
+#   TRAIN_BUDGET=              e.g. 30m: fine-tune the executor (UltraQuery) on KB_TSV and on the
+#                               training examples' answers within that budget before packing
+#                               (kgbox-pack build --train-executor; WORK/train holds its state, so
+#                               re-running with the same WORK reuses the model); unset: zero-shot ULTRA.
+#                               TRAIN_PYTHON names a python3 with models/ultra/requirements.txt,
+#                               TRAIN_SEED the seed (0)
+#   EXAMPLE_FACTS=0             1: pack with --add-example-facts (the training examples' one-hop
+#                               answers become triples of the graph)
 #   RERANK=0                    1: also train the answer reranker (models/reranker) on RERANK_N=3000
 #                               training questions, pack it, and report the eval with and without
 #                               it; RERANK_PYTHON names a python3 with its requirements

@@ -59,6 +59,8 @@ pub fn pack_runs(kb: &Path, key: &SecretKey, out: &Path, runs: usize) -> Result<
         created_unix: Some(CREATED_UNIX),
         progress: false,
         ultra: None,
+        train: None,
+        example_facts: false,
         planner: None,
         reranker: None,
         probes: Vec::new(),

@@ -66,6 +66,8 @@ def main():
     ap.add_argument("--ckpt-dir", default=os.path.join(REPO, "..", "shared", "models", "ultra"))
     ap.add_argument("--out", default=os.path.join(HERE, "fixtures"))
     ap.add_argument("--ckpts", nargs="+", default=["ultra_3g", "ultraquery"])
+    ap.add_argument("--ckpt-files", nargs="+", default=[],
+                    help="checkpoint files instead of --ckpts (name: the file name without .pth)")
     ap.add_argument("--entities", type=int, default=120)
     ap.add_argument("--relations", type=int, default=16)
     ap.add_argument("--drop-top", type=int, default=3,
@@ -102,8 +104,12 @@ def main():
     cases.append((r1, r1 + r, one))  # head query (?, r1, t1) as (t1, r1 + R, ?)
     cases += fuzzy
 
-    for name in args.ckpts:
-        model = load_model(checkpoint_path(args.ckpt_dir, name))
+    if args.ckpt_files:
+        jobs = [(os.path.basename(p).removesuffix(".pth"), p) for p in args.ckpt_files]
+    else:
+        jobs = [(name, checkpoint_path(args.ckpt_dir, name)) for name in args.ckpts]
+    for name, ckpt in jobs:
+        model = load_model(ckpt)
         with torch.no_grad():
             boundary = torch.eye(nr)
             rel_reps = model.relation_model(boundary, rs, rd, rt)  # [NR(cond), NR, D]

@@ -74,6 +74,7 @@ pub fn embed(names: &[&str], opts: &EmbedOptions, progress: bool) -> Result<Embe
         opset: kgbox_neural::engine::tract::opset(&onnx)
             .with_context(|| format!("cannot read the encoder model {}", opts.model.display()))?,
         role: "entity-encoder".to_string(),
+        training: None,
     };
     Ok(Embedded {
         sections: vec![

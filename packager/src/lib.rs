@@ -4,6 +4,8 @@
 //! on-device runtime.
 
 pub mod embed;
+pub mod example_facts;
+pub mod fusion;
 pub mod graph;
 pub mod input;
 pub mod inspect;
@@ -13,6 +15,7 @@ pub mod planner;
 pub mod probes;
 pub mod push;
 pub mod reranker;
+pub mod train;
 pub mod ultra;
 
 pub use pack::{pack, pack_with, PackOptions, PackReport};

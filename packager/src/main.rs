@@ -73,8 +73,45 @@ struct BuildArgs {
     /// `models/ultra/export.py` as PREFIX.relation.onnx and PREFIX.entity.onnx
     /// (e.g. `models/ultra/onnx/ultraquery`). The relation half runs now, once
     /// per relation; the bundle stores its output and the entity half.
-    #[arg(long, value_name = "PREFIX")]
+    #[arg(long, value_name = "PREFIX", conflicts_with = "train_executor")]
     ultra: Option<PathBuf>,
+    /// Fine-tune the neural query executor (UltraQuery) on this graph, and
+    /// on the planner examples' answers, then pack it (PyTorch runs
+    /// `models/ultra/train.py`; see docs/training.md). Running the same
+    /// command again resumes an interrupted training.
+    #[arg(long)]
+    train_executor: bool,
+    /// Add the facts that one-hop planner examples state (`"X" -> r` with
+    /// answers) to the graph, between entities it already has (see
+    /// docs/training.md).
+    #[arg(long, requires = "planner_examples")]
+    add_example_facts: bool,
+    /// Wall-clock limit of the training, e.g. `30m`, `2h` (default: 30m
+    /// unless --train-steps is given).
+    #[arg(long, requires = "train_executor", value_name = "DURATION")]
+    train_budget: Option<String>,
+    /// Training steps (the budget may stop earlier); the same steps and
+    /// seed give the same model.
+    #[arg(long, requires = "train_executor")]
+    train_steps: Option<u64>,
+    #[arg(long, requires = "train_executor", default_value_t = 0)]
+    train_seed: u64,
+    /// Training folder: inputs, resumable state, the exported model
+    /// (default: the bundle's path with `.train` appended).
+    #[arg(long, requires = "train_executor", value_name = "DIR")]
+    train_dir: Option<PathBuf>,
+    /// Python interpreter with models/ultra/requirements.txt installed.
+    #[arg(long, requires = "train_executor", env = "KGBOX_TRAIN_PYTHON", default_value = "python3")]
+    train_python: PathBuf,
+    /// The trainer (default: models/ultra/train.py of this checkout).
+    #[arg(long, requires = "train_executor")]
+    train_script: Option<PathBuf>,
+    /// Checkpoint to start from (default: models/ultra/checkpoints/ultraquery.pth).
+    #[arg(long, requires = "train_executor")]
+    train_init: Option<PathBuf>,
+    /// Subgraph size of the training projections (the runtime's seppr_k).
+    #[arg(long, requires = "train_executor", default_value_t = kgbox_neural::seppr::DEFAULT_K)]
+    train_seppr_k: usize,
     /// Train the learned planner (question -> query) on these examples:
     /// `question<TAB>DSL[<TAB>answer1|answer2...]` lines, the topic entity
     /// [bracketed] or written as in the graph. Answers, when given,
@@ -154,7 +191,9 @@ fn run() -> Result<()> {
                 Some(PlannerExecutor::Symbolic) => kgbox_query::Executor::Symbolic,
                 Some(PlannerExecutor::Neural) => kgbox_query::Executor::Neural,
                 Some(PlannerExecutor::Hybrid) => kgbox_query::Executor::Hybrid,
-                None if args.ultra.is_some() => kgbox_query::Executor::Hybrid,
+                None if args.ultra.is_some() || args.train_executor => {
+                    kgbox_query::Executor::Hybrid
+                }
                 None => kgbox_query::Executor::Symbolic,
             };
             let examples = args.planner_examples.take();
@@ -162,6 +201,29 @@ fn run() -> Result<()> {
                 examples,
                 executor,
                 use_encoder: !args.planner_no_encoder,
+            });
+            let train = args.train_executor.then(|| {
+                let mut dir = args.out.clone().into_os_string();
+                dir.push(".train");
+                kgbox_pack::train::TrainOptions {
+                    dir: args.train_dir.clone().unwrap_or_else(|| dir.into()),
+                    budget: match (&args.train_budget, args.train_steps) {
+                        (None, None) => Some("30m".to_string()),
+                        (b, _) => b.clone(),
+                    },
+                    steps: args.train_steps,
+                    seed: args.train_seed,
+                    python: args.train_python.clone(),
+                    script: args.train_script.clone().unwrap_or_else(|| {
+                        kgbox_pack::train::find_in_checkout("models/ultra/train.py")
+                    }),
+                    init: args.train_init.clone().unwrap_or_else(|| {
+                        kgbox_pack::train::find_in_checkout(
+                            "models/ultra/checkpoints/ultraquery.pth",
+                        )
+                    }),
+                    seppr_k: args.train_seppr_k,
+                }
             });
             let opts = PackOptions {
                 triples: args.triples,
@@ -178,6 +240,8 @@ fn run() -> Result<()> {
                     .ultra
                     .as_deref()
                     .map(kgbox_pack::ultra::UltraOptions::from_prefix),
+                train,
+                example_facts: args.add_example_facts,
                 planner,
                 reranker: args.reranker,
                 probes: kgbox_pack::probes::collect(&args.probe, args.probes.as_deref())?,

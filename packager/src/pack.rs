@@ -35,6 +35,12 @@ pub struct PackOptions {
     pub progress: bool,
     /// Adds the neural query executor (`--ultra`).
     pub ultra: Option<crate::ultra::UltraOptions>,
+    /// Adds the facts of one-hop planner examples to the graph
+    /// (`--add-example-facts`, see `example_facts.rs`).
+    pub example_facts: bool,
+    /// Trains the neural query executor on this graph first (`--train-executor`);
+    /// its model replaces `ultra`.
+    pub train: Option<crate::train::TrainOptions>,
     /// The learned planner's examples and calibration (`None`: no planner
     /// sections, not even the zero-shot relation vectors).
     pub planner: Option<crate::planner::PlannerOptions>,
@@ -152,6 +158,27 @@ pub fn pack_with(
     let mut warnings = std::mem::take(&mut raw.warnings);
 
     let t1 = Instant::now();
+    let examples = match opts.planner.as_ref().and_then(|p| p.examples.as_deref()) {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the planner examples {}", path.display()))?;
+            kgbox_qa::planner::train::parse_examples(&text)
+                .with_context(|| format!("in {}", path.display()))?
+        }
+        None => Vec::new(),
+    };
+    let mut notes = Vec::new();
+    if opts.example_facts {
+        // Not the examples held out to fit the fusion: those must not find
+        // their own answers stated.
+        let added = crate::example_facts::add(&mut raw, &examples, |q| {
+            !crate::train::held_out(q)
+        });
+        notes.push(format!(
+            "example facts: {} facts added from {} one-hop examples with answers",
+            added.facts, added.examples
+        ));
+    }
     let mut built = graph::build(raw)?;
     let mut models = Vec::new();
     if let Some(embed_opts) = embed {
@@ -161,12 +188,33 @@ pub fn pack_with(
         built.sections.extend(embedded.sections);
         models.push(embedded.model);
     }
-    if let Some(ultra_opts) = &opts.ultra {
-        let ultra = crate::ultra::sections(&built.sections, ultra_opts)?;
+    let mut ultra_opts = opts.ultra.clone();
+    let mut training = None;
+    if let Some(train_opts) = &opts.train {
+        let trained = crate::train::train(&built.sections, &examples, train_opts, &mut notes)?;
+        let mut u = crate::ultra::UltraOptions::from_prefix(&trained.prefix);
+        u.checkpoint = trained
+            .record
+            .get("init")
+            .and_then(|v| v.as_str())
+            .map_or_else(|| "ultra".to_string(), |s| s.trim_end_matches(".pth").to_string())
+            + "+trained";
+        ultra_opts = Some(u);
+        training = Some(trained.record);
+    }
+    if let Some(ultra_opts) = &ultra_opts {
+        let mut ultra = crate::ultra::sections(&built.sections, ultra_opts)?;
+        ultra.model.training = match training {
+            Some(t) => Some(t),
+            None => crate::ultra::training_record(ultra_opts)?,
+        };
         built.sections.extend(ultra.sections);
         models.push(ultra.model);
+        if let Some(fitted) = crate::fusion::fit(&built.sections, &examples)? {
+            notes.push(fitted.report());
+            crate::ultra::set_fusion(&mut built.sections, fitted.fusion)?;
+        }
     }
-    let mut notes = Vec::new();
     if let Some(planner_opts) = &opts.planner {
         let planner = crate::planner::sections(&built.sections, planner_opts, opts.progress)?;
         built.sections.extend(planner.sections);

@@ -173,6 +173,7 @@ pub fn sections(
         engine: "linear".into(),
         opset: 0,
         role: "planner".into(),
+        training: None,
     });
     Ok(out)
 }

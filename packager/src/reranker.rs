@@ -48,6 +48,7 @@ pub fn sections(prefix: &Path) -> Result<RerankerSections> {
         engine: "onnx".into(),
         opset: opset(&onnx)?,
         role: "reranker".into(),
+        training: None,
     };
     Ok(RerankerSections {
         sections: vec![(s::RERANK_META, meta), (s::RERANK_ONNX, onnx)],

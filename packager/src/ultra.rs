@@ -24,6 +24,8 @@ pub struct UltraOptions {
     pub entity_model: PathBuf,
     /// Recorded in the meta section and the manifest, e.g. `ultraquery`.
     pub checkpoint: String,
+    /// `PREFIX.train.json`, read into the manifest when it exists.
+    pub training_record: Option<PathBuf>,
 }
 
 impl UltraOptions {
@@ -37,6 +39,7 @@ impl UltraOptions {
         UltraOptions {
             relation_model: with(".relation.onnx"),
             entity_model: with(".entity.onnx"),
+            training_record: Some(with(".train.json")),
             checkpoint: prefix
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -85,6 +88,7 @@ pub fn sections(built: &[(&'static str, Vec<u8>)], opts: &UltraOptions) -> Resul
         relations,
         relation_graph_edges: edges.len(),
         opset,
+        fusion: None,
     };
     Ok(UltraSections {
         sections: vec![
@@ -99,8 +103,32 @@ pub fn sections(built: &[(&'static str, Vec<u8>)], opts: &UltraOptions) -> Resul
             engine: "onnx".into(),
             opset,
             role: "query-executor".into(),
+            training: None,
         },
         relation_graph_edges: edges.len(),
         seconds: t0.elapsed().as_secs_f64(),
     })
+}
+
+/// The training record beside the model (`PREFIX.train.json`, written by
+/// `models/ultra/train.py`), if there is one.
+pub fn training_record(opts: &UltraOptions) -> Result<Option<serde_json::Value>> {
+    match &opts.training_record {
+        Some(path) if path.is_file() => crate::train::read_record(path).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// Stores `fusion` in the `model.ultra.meta` section of `sections`.
+pub fn set_fusion(
+    sections: &mut [(&'static str, Vec<u8>)],
+    fusion: kgbox_query::Fusion,
+) -> Result<()> {
+    let Some((_, bytes)) = sections.iter_mut().find(|(name, _)| *name == s::ULTRA_META) else {
+        bail!("no {} section to store the fusion in", s::ULTRA_META);
+    };
+    let mut meta = UltraMeta::from_json(bytes)?;
+    meta.fusion = Some(fusion);
+    *bytes = meta.to_json();
+    Ok(())
 }

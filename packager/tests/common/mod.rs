@@ -59,6 +59,8 @@ pub fn options(triples: &Path) -> PackOptions {
         created_unix: Some(1_700_000_000),
         progress: false,
         ultra: None,
+        train: None,
+        example_facts: false,
         planner: None,
         reranker: None,
         probes: Vec::new(),

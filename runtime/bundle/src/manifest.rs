@@ -64,6 +64,10 @@ pub struct ModelInfo {
     pub opset: u32,
     /// What the model does, e.g. `query-executor`, `reranker`.
     pub role: String,
+    /// How the packager trained it on this bundle's graph (steps, seed, data
+    /// hash, metrics), when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub training: Option<serde_json::Value>,
 }
 
 impl Manifest {

@@ -1,5 +1,6 @@
 //! The `model.ultra.meta` section: what the `model.ultra.*` sections hold.
 
+use kgbox_query::Fusion;
 use serde::{Deserialize, Serialize};
 
 use crate::{NeuralError, Result};
@@ -17,12 +18,27 @@ pub struct UltraMeta {
     pub relation_graph_edges: usize,
     /// Default-domain ONNX opset of the entity model.
     pub opset: u32,
+    /// How `hybrid` fuses the model's answers with the graph's, fitted by the
+    /// packager on held-out examples (absent: [`Fusion::default`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fusion: Option<Fusion>,
 }
 
 impl UltraMeta {
     pub fn from_json(bytes: &[u8]) -> Result<UltraMeta> {
-        serde_json::from_slice(bytes)
-            .map_err(|e| NeuralError::Invalid(format!("model.ultra.meta: {e}")))
+        let meta: UltraMeta = serde_json::from_slice(bytes)
+            .map_err(|e| NeuralError::Invalid(format!("model.ultra.meta: {e}")))?;
+        if meta.fusion.is_some_and(|f| !f.is_finite()) {
+            return Err(NeuralError::Invalid(
+                "model.ultra.meta: the fusion weights are not finite".into(),
+            ));
+        }
+        Ok(meta)
+    }
+
+    /// The fusion `hybrid` uses with this model.
+    pub fn fusion(&self) -> Fusion {
+        self.fusion.unwrap_or_default()
     }
 
     pub fn to_json(&self) -> Vec<u8> {

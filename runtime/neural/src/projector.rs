@@ -3,7 +3,7 @@
 
 use kgbox_bundle::Kg;
 use kgbox_query::fuzzy::FuzzySet;
-use kgbox_query::Projector;
+use kgbox_query::{Fusion, Projector};
 
 use crate::model::{sigmoid, ModelQuery, UltraModel};
 use crate::seppr::{self, SepprParams};
@@ -25,6 +25,10 @@ impl<'k, 'a> NeuralProjector<'k, 'a> {
 }
 
 impl Projector for NeuralProjector<'_, '_> {
+    fn fusion(&self) -> Fusion {
+        self.model.meta().fusion()
+    }
+
     fn project(&self, x: &FuzzySet, relation: u32, inverse: bool) -> Result<FuzzySet, String> {
         let seeds: Vec<(u32, f32)> = x.iter().collect();
         if seeds.is_empty() {

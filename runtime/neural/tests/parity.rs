@@ -118,6 +118,7 @@ fn check(name: &str) {
             relations: nr,
             relation_graph_edges: rg.len(),
             opset: 16,
+            fusion: None,
         };
         let model = UltraModel::new(ent, meta, fixture_reps.clone()).expect("model");
         // One batch of all cases, then each alone: batching must not change results.
@@ -152,6 +153,13 @@ fn ultra_3g_matches_pytorch() {
 #[test]
 fn ultraquery_matches_pytorch() {
     check("ultraquery");
+}
+
+/// A model fine-tuned by the packager's trainer (models/ultra/train.py, via
+/// models/ultra/make_trained_fixture.sh): what `--train-executor` packs.
+#[test]
+fn trained_model_matches_pytorch() {
+    check("ultraquery-demo-ft");
 }
 
 #[test]

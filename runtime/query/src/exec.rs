@@ -27,6 +27,7 @@ use std::time::Instant;
 use kgbox_bundle::kg::Csr;
 use kgbox_bundle::Kg;
 
+use crate::fusion::Fusion;
 use crate::fuzzy::FuzzySet;
 use crate::plan::{Node, Plan};
 
@@ -39,9 +40,9 @@ pub enum Executor {
     Symbolic,
     /// The neural projector's scores only.
     Neural,
-    /// What the KG states keeps its membership (scaled into
-    /// `[1 - HYBRID_TIE_WEIGHT, 1]` by the neural score, which orders ties);
-    /// entities the KG lacks get `HYBRID_INFERRED_CAP` times the neural score.
+    /// Both, over the whole plan, fused per entity by the projector's
+    /// [`Fusion`] (calibrated at pack time when the bundle has one; by
+    /// default what the KG states first, each group by the neural score).
     Hybrid,
 }
 
@@ -74,18 +75,15 @@ impl std::fmt::Display for Executor {
     }
 }
 
-/// Share of a stated member's membership that the neural score decides, in
-/// hybrid mode: a stated member with symbolic membership `s` and neural score
-/// `p` gets `s · (1 - w + w·p)`.
-pub const HYBRID_TIE_WEIGHT: f32 = 0.01;
-/// Highest membership an inferred (not stated) member gets in hybrid mode,
-/// so it never outranks a stated answer of full confidence.
-pub const HYBRID_INFERRED_CAP: f32 = 0.5;
-
 /// A learned relation projection: `x -> relation` as a fuzzy set of scores
 /// in `[0, 1]`.
 pub trait Projector: Sync {
     fn project(&self, x: &FuzzySet, relation: u32, inverse: bool) -> Result<FuzzySet, String>;
+
+    /// How `hybrid` fuses this projector's answers with the graph's.
+    fn fusion(&self) -> Fusion {
+        Fusion::default()
+    }
 }
 
 /// Knobs of one execution.
@@ -160,6 +158,8 @@ struct Run<'k, 'a> {
     plan: &'k Plan,
     opts: &'k ExecOptions,
     projector: Option<&'k dyn Projector>,
+    /// `Symbolic` or `Neural`: how this run computes projections.
+    mode: Executor,
     n: usize,
     visits: u64,
     sets: Vec<Option<FuzzySet>>,
@@ -183,17 +183,31 @@ pub fn execute_with(
     if opts.executor != Executor::Symbolic && projector.is_none() {
         return Err(ExecError::NoModel(opts.executor));
     }
-    let mut run = Run {
-        kg,
-        plan,
-        opts,
-        projector,
-        n: kg.entity_count(),
-        visits: 0,
-        sets: vec![None; plan.nodes.len()],
-    };
     let root = plan.root();
-    let set = run.eval(root, None)?;
+    let run_with = |mode: Executor, visits: u64| {
+        let mut run = Run {
+            kg,
+            plan,
+            opts,
+            projector,
+            mode,
+            n: kg.entity_count(),
+            visits,
+            sets: vec![None; plan.nodes.len()],
+        };
+        run.eval(root, None).map(|set| (run, set))
+    };
+    let (mut run, set) = match (opts.executor, projector) {
+        (Executor::Hybrid, Some(p)) => {
+            // Provenance comes from the symbolic run: paths the graph states.
+            let (mut stated_run, stated) = run_with(Executor::Symbolic, 0)?;
+            let (scored_run, scored) = run_with(Executor::Neural, stated_run.visits)?;
+            stated_run.visits = scored_run.visits;
+            let fused = p.fusion().fuse(&stated, &scored, kg.entity_count());
+            (stated_run, fused)
+        }
+        (mode, _) => run_with(mode, 0)?,
+    };
     let total = set.len();
     let mut ranked: Vec<(u32, f32)> = set.iter().collect();
     let k = opts.top_k.min(ranked.len());
@@ -263,7 +277,7 @@ impl<'a> Run<'_, 'a> {
                     Some(x) => x,
                     None => self.eval(input, None)?,
                 };
-                let out = match self.opts.executor {
+                let out = match self.mode {
                     // Probe when there are fewer candidates than edges to expand.
                     Executor::Symbolic => match within {
                         Some(candidates)
@@ -273,12 +287,7 @@ impl<'a> Run<'_, 'a> {
                         }
                         _ => self.project(&x, relation, inverse)?,
                     },
-                    Executor::Neural => self.neural(&x, relation, inverse)?,
-                    Executor::Hybrid => {
-                        let stated = self.project(&x, relation, inverse)?;
-                        let scored = self.neural(&x, relation, inverse)?;
-                        stated.hybrid(&scored, HYBRID_TIE_WEIGHT, HYBRID_INFERRED_CAP, self.n)
-                    }
+                    Executor::Neural | Executor::Hybrid => self.neural(&x, relation, inverse)?,
                 };
                 self.sets[input] = Some(x);
                 let mut out = out;
@@ -312,7 +321,7 @@ impl<'a> Run<'_, 'a> {
     ) -> Result<FuzzySet, ExecError> {
         let projector = self
             .projector
-            .ok_or(ExecError::NoModel(self.opts.executor))?;
+            .ok_or(ExecError::NoModel(self.mode))?;
         if let Some(d) = self.opts.deadline {
             if Instant::now() > d {
                 return Err(ExecError::Timeout);

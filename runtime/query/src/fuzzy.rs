@@ -131,23 +131,6 @@ impl FuzzySet {
         FuzzySet::Sparse(pairs).compact(entities)
     }
 
-    /// Hybrid projection (see `exec::Executor::Hybrid`): members of `self`
-    /// (stated) keep `s · (1 - tie + tie·p)`, the rest of `scored` get
-    /// `cap · p`, where `p` is the member's weight in `scored`.
-    pub fn hybrid(&self, scored: &FuzzySet, tie: f32, cap: f32, entities: usize) -> FuzzySet {
-        let mut pairs: Vec<(u32, f32)> = self
-            .iter()
-            .map(|(id, s)| (id, s * (1.0 - tie + tie * scored.get(id))))
-            .collect();
-        pairs.extend(
-            scored
-                .iter()
-                .filter(|&(id, _)| self.get(id) <= 0.0)
-                .map(|(id, p)| (id, cap * p)),
-        );
-        FuzzySet::from_pairs(pairs, entities)
-    }
-
     /// Probabilistic sum a + b - ab.
     pub fn or(&self, other: &FuzzySet, entities: usize) -> FuzzySet {
         let mut pairs: Vec<(u32, f32)> = self.iter().chain(other.iter()).collect();
@@ -181,22 +164,6 @@ mod tests {
         assert!((or.get(3) - 0.9).abs() < 1e-6);
         assert_eq!(or.get(9), 1.0);
         assert_eq!(or.len(), 4);
-    }
-
-    #[test]
-    fn hybrid_keeps_stated_members_above_inferred_ones() {
-        let n = 10_000;
-        let stated = FuzzySet::from_pairs(vec![(1, 1.0), (2, 1.0), (3, 0.5)], n);
-        let scored = FuzzySet::from_pairs(vec![(2, 0.9), (4, 1.0), (5, 0.2)], n);
-        let h = stated.hybrid(&scored, 0.01, 0.5, n);
-        // Stated members: ordered among themselves by the neural score.
-        assert!((h.get(1) - 0.99).abs() < 1e-6);
-        assert!((h.get(2) - 0.999).abs() < 1e-6);
-        assert!((h.get(3) - 0.495).abs() < 1e-6);
-        // Inferred members: capped, below every fully stated member.
-        assert!((h.get(4) - 0.5).abs() < 1e-6);
-        assert!((h.get(5) - 0.1).abs() < 1e-6);
-        assert_eq!(h.len(), 5);
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod bind;
 pub mod dense;
 pub mod diag;
 pub mod exec;
+pub mod fusion;
 pub mod fuzzy;
 pub mod link;
 pub mod names;
@@ -31,6 +32,7 @@ pub use diag::{DiagKind, Diagnostic};
 pub use exec::{
     execute, execute_with, Answer, Answers, ExecError, ExecOptions, Executor, Projector,
 };
+pub use fusion::Fusion;
 pub use parse::{parse, parse_with, ParseLimits};
 pub use run::{
     repair_then, run_query, run_query_with, run_repaired, QueryError, RepairSpec, Repaired, Timings,

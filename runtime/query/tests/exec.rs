@@ -327,7 +327,8 @@ impl kgbox_query::Projector for FixedScores {
 
 #[test]
 fn neural_and_hybrid_executors_combine_with_the_kg() {
-    use kgbox_query::exec::{execute_with, Executor, HYBRID_INFERRED_CAP};
+    use kgbox_query::exec::{execute_with, Executor};
+    use kgbox_query::Fusion;
     let img = demo();
     let kg = img.kg().unwrap();
     let q = p(e("Blade Runner"), "directed_by");
@@ -353,10 +354,15 @@ fn neural_and_hybrid_executors_combine_with_the_kg() {
 
     let hybrid = execute_with(&kg, &plan, &opts(Executor::Hybrid), Some(&model)).unwrap();
     let ids: Vec<u32> = hybrid.answers.iter().map(|a| a.entity).collect();
-    // The stated fact first (scaled into [0.99, 1] by the model), then the inferred one, capped.
+    // The stated fact first, then the inferred one; the scores are the
+    // default fusion's (the model's scores enter as logits).
     assert_eq!(ids, [ridley, ford]);
-    assert!((hybrid.answers[0].score - (0.99 + 0.01 * 0.6)).abs() < 1e-6);
-    assert!((hybrid.answers[1].score - HYBRID_INFERRED_CAP * 0.9).abs() < 1e-6);
+    let fusion = Fusion::default();
+    assert!((hybrid.answers[0].score - fusion.membership(1.0, 0.6)).abs() < 1e-6);
+    assert!((hybrid.answers[1].score - fusion.membership(0.0, 0.9)).abs() < 1e-6);
+    assert!(hybrid.answers[1].score < 0.76 && hybrid.answers[0].score > 0.99);
+    // The anchor the model also scored stays out, as in the other executors.
+    assert!(!ids.contains(&anchor));
     // Only the stated answer has a provenance path.
     assert_eq!(hybrid.answers[0].paths.len(), 1);
     assert!(hybrid.answers[1].paths.is_empty());

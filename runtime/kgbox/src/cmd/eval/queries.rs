@@ -23,8 +23,8 @@ pub struct EvalArgs {
     #[arg(long)]
     pub sample: Option<usize>,
     /// Answers scoring at least this form the predicted set for F1 and
-    /// exact match (default: any score for symbolic, 0.5 for neural,
-    /// 0.25 for hybrid, i.e. an inferred answer the model gives p >= 0.5).
+    /// exact match (default: any score for symbolic, 0.5 for neural and
+    /// hybrid: the fused membership is a probability of being an answer).
     #[arg(long)]
     pub threshold: Option<f32>,
     #[arg(long)]
@@ -66,8 +66,7 @@ pub fn run(cfg: &Config, args: &EvalArgs) -> Result<()> {
     let model = crate::cmd::load_model(&bundle, &exec, false)?;
     let threshold = args.threshold.unwrap_or(match exec.mode {
         kgbox_query::Executor::Symbolic => f32::MIN_POSITIVE,
-        kgbox_query::Executor::Neural => 0.5,
-        kgbox_query::Executor::Hybrid => 0.25,
+        kgbox_query::Executor::Neural | kgbox_query::Executor::Hybrid => 0.5,
     });
     let limits = cfg.query.parse_limits();
     // Every answer, ranked, without provenance: the same work a graph
