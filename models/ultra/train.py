@@ -345,7 +345,7 @@ def chain_loss(packed: Packed, logits: torch.Tensor, queries, answers, temperatu
     return torch.stack(losses).mean()
 
 
-def sample_link(graph: Graph, rng: np.random.Generator, size: int):
+def sample_link(graph: Graph, rng: np.random.Generator, size: int, hide_others: float = 0.5):
     """Link-prediction queries: (anchor, [rel], hidden triples), answers."""
     queries, answers = [], []
     picks = rng.integers(0, len(graph.triples), size=size)
@@ -354,7 +354,7 @@ def sample_link(graph: Graph, rng: np.random.Generator, size: int):
         h, r, t = graph.triples[i]
         anchor, rel = (int(t), int(r) + graph.r) if flip else (int(h), int(r))
         nb = graph.neighbours(anchor, rel)  # [k, 2] (answer, triple index)
-        drop = rng.random(len(nb)) < 0.5
+        drop = rng.random(len(nb)) < hide_others
         drop |= nb[:, 1] == i
         queries.append((anchor, [rel], nb[drop, 1]))
         answers.append(nb[:, 0])
@@ -376,7 +376,7 @@ def batch_for(step: int, seed: int, graph: Graph, examples, args):
     rng = np.random.default_rng([seed, step])
     if examples and rng.random() < args.example_share:
         return (*sample_examples(examples, rng, args.batch), False)
-    return (*sample_link(graph, rng, args.batch), True)
+    return (*sample_link(graph, rng, args.batch, args.hide_others), True)
 
 
 # ---------------------------------------------------------------- evaluation
@@ -449,6 +449,9 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=16, help="queries per step")
     ap.add_argument("--lr", type=float, default=5e-4)
     ap.add_argument("--seppr-k", type=int, default=500, help="subgraph size (the runtime's seppr_k)")
+    ap.add_argument("--hide-others", type=float, default=0.5,
+                    help="link prediction: chance that each other known tail of the query is also "
+                         "removed from the message-passing graph (0: only the target, as ULTRA)")
     ap.add_argument("--example-share", type=float, default=0.5,
                     help="share of steps that train on the examples (when there are any)")
     ap.add_argument("--validate", type=int, default=300,
@@ -510,7 +513,7 @@ def run(args) -> int:
     step = 0
     spent = 0.0  # training seconds of earlier runs (the budget covers all of them)
     settings = {"seed": args.seed, "batch": args.batch, "lr": args.lr, "seppr_k": args.seppr_k,
-                "condition": args.condition,
+                "condition": args.condition, "hide_others": args.hide_others,
                 "example_share": args.example_share, "data_sha256": digest,
                 "init_sha256": file_digest([args.init]), "threads": args.threads}
     metrics_before = None

@@ -99,7 +99,11 @@ mod tests {
         raw.add_triple("Alien", "release_year", "1979");
         let examples = [
             // New: Alien directed_by Ridley Scott.
-            example("who directed [Alien]", "\"Alien\" -> directed_by", &["Ridley Scott"]),
+            example(
+                "who directed [Alien]",
+                "\"Alien\" -> directed_by",
+                &["Ridley Scott"],
+            ),
             // Inverse, one known and one new fact, one unknown answer.
             example(
                 "[Ridley Scott] directed what",
@@ -107,14 +111,24 @@ mod tests {
                 &["Blade Runner", "Alien", "Gladiator"],
             ),
             // Two hops: states no single fact.
-            example("q3", "\"Alien\" -> directed_by -> directed_by_inv", &["Blade Runner"]),
+            example(
+                "q3",
+                "\"Alien\" -> directed_by -> directed_by_inv",
+                &["Blade Runner"],
+            ),
             // Unknown relation, unknown anchor, held out.
             example("q4", "\"Alien\" -> budget", &["1979"]),
             example("q5", "\"Nobody\" -> directed_by", &["Ridley Scott"]),
             example("held out", "\"Blade Runner\" -> release_year", &["1979"]),
         ];
         let added = add(&mut raw, &examples, |q| q != "held out");
-        assert_eq!(added, Added { examples: 2, facts: 1 });
+        assert_eq!(
+            added,
+            Added {
+                examples: 2,
+                facts: 1
+            }
+        );
         let alien = raw.entities.get("Alien").unwrap();
         let scott = raw.entities.get("Ridley Scott").unwrap();
         let directed = raw.relations.get("directed_by").unwrap();

@@ -47,7 +47,11 @@ impl Fitted {
             .map(|(hops, g)| {
                 format!(
                     "{}: n {} symbolic {:.1} neural {:.1} default {:.1} fused {:.1}",
-                    if *hops == 0 { "other".to_string() } else { format!("{hops}-hop") },
+                    if *hops == 0 {
+                        "other".to_string()
+                    } else {
+                        format!("{hops}-hop")
+                    },
                     g.examples,
                     pct(g.symbolic, g.examples),
                     pct(g.neural, g.examples),
@@ -133,8 +137,9 @@ pub fn fit(built: &[(&'static str, Vec<u8>)], examples: &[Example]) -> Result<Op
                     part.iter()
                         .filter_map(|(group, plan, gold)| {
                             let s = execute_with(kg, plan, &opts(Executor::Symbolic), None).ok()?;
-                            let p = execute_with(kg, plan, &opts(Executor::Neural), Some(projector))
-                                .ok()?;
+                            let p =
+                                execute_with(kg, plan, &opts(Executor::Neural), Some(projector))
+                                    .ok()?;
                             let mut sp: BTreeMap<u32, [f32; 2]> = BTreeMap::new();
                             for a in &s.answers {
                                 sp.entry(a.entity).or_default()[0] = a.score;
@@ -223,7 +228,11 @@ fn logistic(cases: &[Case]) -> Fusion {
         let w = 1.0 / case.rows.len().max(1) as f64;
         for &([s, p], gold) in &case.rows {
             let [a, b, c] = features(s, p);
-            x.push(([f64::from(a), f64::from(b), f64::from(c), 1.0], f64::from(u8::from(gold)), w));
+            x.push((
+                [f64::from(a), f64::from(b), f64::from(c), 1.0],
+                f64::from(u8::from(gold)),
+                w,
+            ));
         }
     }
     let mut beta = [0.0f64; 4];
@@ -302,7 +311,11 @@ mod tests {
             let p = (i as f32 + 0.5) / 50.0;
             cases.push(Case {
                 group: 1,
-                rows: vec![([1.0, 0.3], true), ([0.0, p], p > 0.8), ([0.0, 0.05], false)],
+                rows: vec![
+                    ([1.0, 0.3], true),
+                    ([0.0, p], p > 0.8),
+                    ([0.0, 0.05], false),
+                ],
             });
         }
         let f = logistic(&cases);
@@ -313,7 +326,12 @@ mod tests {
 
     #[test]
     fn solve_inverts_a_system() {
-        let a = [[4.0, 1.0, 0.0, 0.0], [1.0, 3.0, 0.0, 0.0], [0.0, 0.0, 2.0, 0.0], [0.0, 0.0, 0.0, 1.0]];
+        let a = [
+            [4.0, 1.0, 0.0, 0.0],
+            [1.0, 3.0, 0.0, 0.0],
+            [0.0, 0.0, 2.0, 0.0],
+            [0.0, 0.0, 0.0, 1.0],
+        ];
         let x = solve(a, [1.0, 2.0, 4.0, -1.0]).unwrap();
         assert!((4.0 * x[0] + x[1] - 1.0).abs() < 1e-9);
         assert!((x[0] + 3.0 * x[1] - 2.0).abs() < 1e-9);

@@ -101,7 +101,12 @@ struct BuildArgs {
     #[arg(long, requires = "train_executor", value_name = "DIR")]
     train_dir: Option<PathBuf>,
     /// Python interpreter with models/ultra/requirements.txt installed.
-    #[arg(long, requires = "train_executor", env = "KGBOX_TRAIN_PYTHON", default_value = "python3")]
+    #[arg(
+        long,
+        requires = "train_executor",
+        env = "KGBOX_TRAIN_PYTHON",
+        default_value = "python3"
+    )]
     train_python: PathBuf,
     /// The trainer (default: models/ultra/train.py of this checkout).
     #[arg(long, requires = "train_executor")]
@@ -202,15 +207,17 @@ fn run() -> Result<()> {
                 executor,
                 use_encoder: !args.planner_no_encoder,
             });
+            let budget = match (&args.train_budget, args.train_steps) {
+                (Some(b), _) => Some(kgbox_pack::train::parse_budget(b)?),
+                (None, None) => Some(std::time::Duration::from_secs(30 * 60)),
+                (None, Some(_)) => None,
+            };
             let train = args.train_executor.then(|| {
                 let mut dir = args.out.clone().into_os_string();
                 dir.push(".train");
                 kgbox_pack::train::TrainOptions {
                     dir: args.train_dir.clone().unwrap_or_else(|| dir.into()),
-                    budget: match (&args.train_budget, args.train_steps) {
-                        (None, None) => Some("30m".to_string()),
-                        (b, _) => b.clone(),
-                    },
+                    budget,
                     steps: args.train_steps,
                     seed: args.train_seed,
                     python: args.train_python.clone(),

@@ -171,9 +171,7 @@ pub fn pack_with(
     if opts.example_facts {
         // Not the examples held out to fit the fusion: those must not find
         // their own answers stated.
-        let added = crate::example_facts::add(&mut raw, &examples, |q| {
-            !crate::train::held_out(q)
-        });
+        let added = crate::example_facts::add(&mut raw, &examples, |q| !crate::train::held_out(q));
         notes.push(format!(
             "example facts: {} facts added from {} one-hop examples with answers",
             added.facts, added.examples
@@ -197,7 +195,10 @@ pub fn pack_with(
             .record
             .get("init")
             .and_then(|v| v.as_str())
-            .map_or_else(|| "ultra".to_string(), |s| s.trim_end_matches(".pth").to_string())
+            .map_or_else(
+                || "ultra".to_string(),
+                |s| s.trim_end_matches(".pth").to_string(),
+            )
             + "+trained";
         ultra_opts = Some(u);
         training = Some(trained.record);

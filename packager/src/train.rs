@@ -28,8 +28,8 @@ const HOLDOUT_MODULUS: u64 = 10;
 pub struct TrainOptions {
     /// Inputs, resumable state and outputs of the training.
     pub dir: PathBuf,
-    /// Wall-clock limit, e.g. `30m` (the trainer's `--budget`).
-    pub budget: Option<String>,
+    /// Wall-clock limit of the training (the trainer's `--budget`).
+    pub budget: Option<std::time::Duration>,
     /// Steps to train (the budget may stop earlier).
     pub steps: Option<u64>,
     pub seed: u64,
@@ -144,7 +144,10 @@ pub fn train(
     opts: &TrainOptions,
     notes: &mut Vec<String>,
 ) -> Result<Trained> {
-    for (what, path) in [("--train-script", &opts.script), ("--train-init", &opts.init)] {
+    for (what, path) in [
+        ("--train-script", &opts.script),
+        ("--train-init", &opts.init),
+    ] {
         if !path.is_file() {
             bail!("{what} {}: no such file", path.display());
         }
@@ -178,8 +181,8 @@ pub fn train(
         .arg(opts.seed.to_string())
         .arg("--seppr-k")
         .arg(opts.seppr_k.to_string());
-    if let Some(b) = &opts.budget {
-        cmd.arg("--budget").arg(b);
+    if let Some(b) = opts.budget {
+        cmd.arg("--budget").arg(format!("{}s", b.as_secs_f64()));
     }
     if let Some(s) = opts.steps {
         cmd.arg("--steps").arg(s.to_string());
@@ -203,6 +206,14 @@ pub fn train(
     let record_path = record_path(&prefix);
     let record = read_record(&record_path)?;
     Ok(Trained { prefix, record })
+}
+
+/// A training budget as the operator writes it: `90s`, `30m`, `2h`, `1h 30m`.
+pub fn parse_budget(text: &str) -> Result<std::time::Duration> {
+    match humantime::parse_duration(text) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        _ => bail!("--train-budget {text:?}: expected a positive duration like 90s, 30m or 2h"),
+    }
 }
 
 /// `PREFIX.train.json`, the training record `train.py` writes.
@@ -250,6 +261,19 @@ mod tests {
             .filter(|i| held_out(&format!("question {i}")))
             .count();
         assert!((800..1200).contains(&n), "{n}");
-        assert_eq!(held_out("what movies did [X] act in"), held_out("what movies did [X] act in"));
+        assert_eq!(
+            held_out("what movies did [X] act in"),
+            held_out("what movies did [X] act in")
+        );
+    }
+
+    #[test]
+    fn budgets_are_durations() {
+        assert_eq!(parse_budget("30m").unwrap().as_secs(), 1800);
+        assert_eq!(parse_budget("1h 30m").unwrap().as_secs(), 5400);
+        for bad in ["soon", "0s", "", "-5m"] {
+            let e = parse_budget(bad).unwrap_err().to_string();
+            assert!(e.contains("--train-budget"), "{e}");
+        }
     }
 }

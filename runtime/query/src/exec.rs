@@ -319,9 +319,7 @@ impl<'a> Run<'_, 'a> {
         relation: u32,
         inverse: bool,
     ) -> Result<FuzzySet, ExecError> {
-        let projector = self
-            .projector
-            .ok_or(ExecError::NoModel(self.mode))?;
+        let projector = self.projector.ok_or(ExecError::NoModel(self.mode))?;
         if let Some(d) = self.opts.deadline {
             if Instant::now() > d {
                 return Err(ExecError::Timeout);

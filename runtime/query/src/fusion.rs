@@ -140,7 +140,10 @@ mod tests {
         assert_eq!(f.len(), 4);
         let order = |a: u32, b: u32| f.get(a) > f.get(b);
         assert!(order(2, 1), "stated members are ordered by the model");
-        assert!(order(1, 4), "a stated member the model misses stays above an inferred one");
+        assert!(
+            order(1, 4),
+            "a stated member the model misses stays above an inferred one"
+        );
         assert!(order(4, 5));
         assert!(f.get(5) > 0.0);
     }
@@ -155,7 +158,13 @@ mod tests {
         };
         let b = wide.bounded();
         assert!(b.max_abs_logit() <= MAX_LOGIT + 1e-3);
-        let pts = [(0.0, 0.3), (1.0, 0.01), (1.0, 0.99), (0.0, 0.999), (0.5, 0.5)];
+        let pts = [
+            (0.0, 0.3),
+            (1.0, 0.01),
+            (1.0, 0.99),
+            (0.0, 0.999),
+            (0.5, 0.5),
+        ];
         for &(s1, p1) in &pts {
             for &(s2, p2) in &pts {
                 assert_eq!(
