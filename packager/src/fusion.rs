@@ -3,11 +3,9 @@
 //! the neural score of every entity either executor returns, over planner
 //! examples held out of the executor's training (`train::held_out`).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 use anyhow::{Context, Result};
-use kgbox_bundle::image::AlignedBytes;
-use kgbox_bundle::Kg;
 use kgbox_neural::seppr::SepprParams;
 use kgbox_neural::{Device, EngineKind, NeuralProjector, UltraModel};
 use kgbox_qa::planner::train::Example;
@@ -15,6 +13,7 @@ use kgbox_query::fusion::{features, Fusion};
 use kgbox_query::plan::Plan;
 use kgbox_query::{execute_with, ExecOptions, Executor};
 
+use crate::graph::Aligned;
 use crate::train::{chain, held_out, plan_of};
 
 /// Held-out examples used per chain length (longer plans count as one group).
@@ -81,12 +80,9 @@ struct Case {
 /// Fits the fusion on the held-out examples with answers; `None` when the
 /// bundle has no neural model or there are no such examples.
 pub fn fit(built: &[(&'static str, Vec<u8>)], examples: &[Example]) -> Result<Option<Fitted>> {
-    let aligned: HashMap<&str, AlignedBytes> = built
-        .iter()
-        .map(|(name, data)| (*name, AlignedBytes::from_slice(data)))
-        .collect();
-    let get = |name: &str| aligned.get(name).map(|a| &a[..]);
-    let kg = Kg::from_sections(get).context("the built graph does not load")?;
+    let aligned = Aligned::new(built);
+    let get = |name: &str| aligned.get(name);
+    let kg = aligned.kg()?;
     let Some(model) =
         UltraModel::from_sections(get, kg.relation_count(), EngineKind::Tract, Device::Cpu)
             .context("the neural model does not load")?

@@ -154,3 +154,31 @@ pub fn build(raw: RawKg) -> Result<BuiltKg, BuildError> {
         },
     })
 }
+
+/// Built sections, each copied to aligned memory so that the runtime's
+/// zero-copy views (`Kg`, the model loaders) can read them before the bundle
+/// is written: what the packager's later stages (training, the neural model,
+/// the fusion, the planner, the probes) read the graph from.
+pub struct Aligned(std::collections::HashMap<&'static str, kgbox_bundle::image::AlignedBytes>);
+
+impl Aligned {
+    pub fn new(built: &[(&'static str, Vec<u8>)]) -> Aligned {
+        Aligned(
+            built
+                .iter()
+                .map(|(name, data)| (*name, kgbox_bundle::image::AlignedBytes::from_slice(data)))
+                .collect(),
+        )
+    }
+
+    pub fn get(&self, name: &str) -> Option<&[u8]> {
+        self.0.get(name).map(|a| &a[..])
+    }
+
+    /// The graph, read back as a device reads it.
+    pub fn kg(&self) -> anyhow::Result<kgbox_bundle::Kg<'_>> {
+        use anyhow::Context;
+        kgbox_bundle::Kg::from_sections(|name| self.get(name))
+            .context("the built graph cannot be read back")
+    }
+}

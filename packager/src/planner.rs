@@ -2,13 +2,12 @@
 //! examples and calibrates it; with an encoder in the bundle, also writes the
 //! zero-shot planner's relation vectors (`planner.relvecs`).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use kgbox_bundle::image::AlignedBytes;
 use kgbox_bundle::sections as s;
 use kgbox_bundle::{Kg, ModelInfo};
 use kgbox_neural::engine::{Device, EngineKind};
@@ -63,12 +62,9 @@ pub fn sections(
     opts: &PlannerOptions,
     progress: bool,
 ) -> Result<PlannerSections> {
-    let aligned: HashMap<&str, AlignedBytes> = built
-        .iter()
-        .map(|(name, data)| (*name, AlignedBytes::from_slice(data)))
-        .collect();
-    let get = |name: &str| aligned.get(name).map(|a| &a[..]);
-    let kg = Kg::from_sections(get).context("the packed graph cannot be read back")?;
+    let aligned = crate::graph::Aligned::new(built);
+    let get = |name: &str| aligned.get(name);
+    let kg = aligned.kg()?;
     let embedder = match (get(s::ENCODER_ONNX), get(s::ENCODER_TOKENIZER)) {
         (Some(onnx), Some(tok)) => {
             let enc = kgbox_neural::Encoder::from_bytes(onnx, tok)

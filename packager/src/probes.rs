@@ -2,11 +2,10 @@
 //! `--probe` and `--probes FILE`, and run here against the packed graph so a
 //! bundle whose own probes fail is caught before it ships.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use kgbox_bundle::{AlignedBytes, Kg, Probe};
+use kgbox_bundle::Probe;
 use kgbox_query::probe::{parse_probes, run_probe, ProbeOutcome};
 
 /// `--probe` texts (`QUERY` or `QUERY<TAB>expected|names`) and a probes file.
@@ -29,12 +28,8 @@ pub fn collect(inline: &[String], file: Option<&Path>) -> Result<Vec<Probe>> {
 
 /// Runs the probes symbolically over the built sections.
 pub fn check(built: &[(&'static str, Vec<u8>)], probes: &[Probe]) -> Result<Vec<ProbeOutcome>> {
-    let aligned: HashMap<&str, AlignedBytes> = built
-        .iter()
-        .map(|(name, data)| (*name, AlignedBytes::from_slice(data)))
-        .collect();
-    let kg = Kg::from_sections(|name| aligned.get(name).map(|a| &a[..]))
-        .context("the packed graph cannot be read back")?;
+    let aligned = crate::graph::Aligned::new(built);
+    let kg = aligned.kg()?;
     let limits = kgbox_query::ParseLimits::default();
     let opts = kgbox_query::ExecOptions::default();
     Ok(probes

@@ -10,13 +10,11 @@
 //! fusion (`fusion.rs`). Running the same command again resumes an
 //! interrupted training from the folder's saved state.
 
-use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
-use kgbox_bundle::image::AlignedBytes;
 use kgbox_bundle::Kg;
 use kgbox_qa::planner::train::Example;
 use kgbox_query::plan::{Node, Plan};
@@ -154,12 +152,8 @@ pub fn train(
     }
     std::fs::create_dir_all(&opts.dir)
         .with_context(|| format!("cannot create the training folder {}", opts.dir.display()))?;
-    let aligned: HashMap<&str, AlignedBytes> = built
-        .iter()
-        .map(|(name, data)| (*name, AlignedBytes::from_slice(data)))
-        .collect();
-    let kg = Kg::from_sections(|name| aligned.get(name).map(|a| &a[..]))
-        .context("the built graph does not load")?;
+    let aligned = crate::graph::Aligned::new(built);
+    let kg = aligned.kg()?;
     if kg.triple_count() == 0 {
         bail!("the graph has no triples: there is nothing to train the executor on");
     }

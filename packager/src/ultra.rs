@@ -3,14 +3,12 @@
 //! relation over the bundle's relation graph, and only its output is stored;
 //! the entity half (`PREFIX.entity.onnx`) is stored for the runtime.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use kgbox_bundle::image::AlignedBytes;
 use kgbox_bundle::sections as s;
-use kgbox_bundle::{Kg, ModelInfo};
+use kgbox_bundle::ModelInfo;
 use kgbox_neural::engine::{self, tract::opset, Device, EngineKind};
 use kgbox_neural::model::{encode_f32s, relation_reps};
 use kgbox_neural::{relgraph, UltraMeta};
@@ -62,12 +60,8 @@ pub fn sections(built: &[(&'static str, Vec<u8>)], opts: &UltraOptions) -> Resul
     let read = |p: &Path| std::fs::read(p).with_context(|| format!("cannot read {}", p.display()));
     let relation_onnx = read(&opts.relation_model)?;
     let entity_onnx = read(&opts.entity_model)?;
-    let aligned: HashMap<&str, AlignedBytes> = built
-        .iter()
-        .map(|(name, data)| (*name, AlignedBytes::from_slice(data)))
-        .collect();
-    let kg = Kg::from_sections(|name| aligned.get(name).map(|a| &a[..]))
-        .context("the built graph does not load")?;
+    let aligned = crate::graph::Aligned::new(built);
+    let kg = aligned.kg()?;
     let relations = 2 * kg.relation_count();
     let edges = relgraph::build(&kg);
     let relation_engine = engine::load(EngineKind::Tract, Device::Cpu, &relation_onnx)
