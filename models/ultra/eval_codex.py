@@ -1,4 +1,4 @@
-"""Zero-shot ULTRA link prediction on CoDEx-S (filtered ranking, both directions).
+"""ULTRA link prediction on CoDEx-S (filtered ranking, both directions), zero-shot or fine-tuned.
 
     python eval_codex.py [--data $DATA/codex-s] [--ckpt $CKPT_DIR/ultra_3g.pth]
 
@@ -25,7 +25,8 @@ def main():
     ap.add_argument("--ckpt", default=os.path.join(REPO, "..", "shared", "models", "ultra", "ultra_3g.pth"))
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = default)")
-    ap.add_argument("--limit", type=int, default=0, help="evaluate only the first N test triples")
+    ap.add_argument("--split", choices=["test", "valid"], default="test", help="the triples to rank")
+    ap.add_argument("--limit", type=int, default=0, help="evaluate only the first N triples of the split")
     ap.add_argument("--plain", action="store_true",
                     help="use the plain gather/scatter message passing (slower, same result)")
     args = ap.parse_args()
@@ -42,7 +43,7 @@ def main():
         rels.setdefault(r, len(rels))
     n, nr = len(ents), len(rels)
     enc = {s: [(ents[h], rels[r], ents[t]) for h, r, t in splits[s]] for s in splits}
-    print(f"entities {n} relations {nr} train {len(enc['train'])} test {len(enc['test'])}")
+    print(f"entities {n} relations {nr} train {len(enc['train'])} {args.split} {len(enc[args.split])}")
 
     src, dst, typ = entity_edges(enc["train"], nr)
     rel_graph = build_relation_graph(src, dst, typ, n, 2 * nr)
@@ -62,7 +63,7 @@ def main():
         # relation representations for every conditioning (direct) relation
         rel_reps_all = model.relation_reps(torch.arange(nr), 2 * nr, rel_graph)  # [R, 2R, D]
 
-        test = enc["test"][: args.limit] if args.limit else enc["test"]
+        test = enc[args.split][: args.limit] if args.limit else enc[args.split]
         # queries: (source entity, conditioning relation, query relation, target, filter set)
         queries = []
         for h, r, t in test:

@@ -323,7 +323,12 @@ def run_chains(model: Ultra, graph: Graph, queries, k: int, direct: bool = False
     return packed, logits
 
 
-def chain_loss(packed: Packed, logits: torch.Tensor, queries, answers, temperature=1.0):
+def chain_loss(packed: Packed, logits: torch.Tensor, queries, answers, temperature=1.0,
+               negatives: int = 0, rng: np.random.Generator | None = None, ignore=None):
+    """BCE on the last hop: every answer is a positive; the other nodes of the
+    subgraph (all of them, or `negatives` drawn uniformly, as ULTRA samples them)
+    are negatives with self-adversarial weights. `ignore[j]` (true answers that
+    are neither) is kept out of both."""
     losses = []
     for j, (anchor, _, _) in enumerate(queries):
         nd = packed.nodes[j]
@@ -333,6 +338,12 @@ def chain_loss(packed: Packed, logits: torch.Tensor, queries, answers, temperatu
         if not pos.any():
             continue
         neg = ~pos & (nd != anchor)
+        if ignore is not None and len(ignore[j]):
+            neg &= ~np.isin(nd, ignore[j])
+        if negatives and rng is not None and neg.sum() > negatives:
+            idx = np.flatnonzero(neg)
+            neg = np.zeros_like(neg)
+            neg[rng.choice(idx, size=negatives, replace=False)] = True
         lp = lg[dev(pos)]
         ln = lg[dev(neg)]
         loss = -nn.functional.logsigmoid(lp).mean()
@@ -345,9 +356,13 @@ def chain_loss(packed: Packed, logits: torch.Tensor, queries, answers, temperatu
     return torch.stack(losses).mean()
 
 
-def sample_link(graph: Graph, rng: np.random.Generator, size: int, hide_others: float = 0.5):
-    """Link-prediction queries: (anchor, [rel], hidden triples), answers."""
-    queries, answers = [], []
+def sample_link(graph: Graph, rng: np.random.Generator, size: int, hide_others: float = 0.5,
+                hidden_only: bool = False):
+    """Link-prediction queries: (anchor, [rel], hidden triples), answers, ignored.
+
+    The answers are every known tail, or with `hidden_only` the removed ones
+    (ULTRA's target), the visible tails then being ignored by the loss."""
+    queries, answers, ignore = [], [], []
     picks = rng.integers(0, len(graph.triples), size=size)
     flips = rng.random(size) < 0.5
     for i, flip in zip(picks, flips):
@@ -357,8 +372,13 @@ def sample_link(graph: Graph, rng: np.random.Generator, size: int, hide_others: 
         drop = rng.random(len(nb)) < hide_others
         drop |= nb[:, 1] == i
         queries.append((anchor, [rel], nb[drop, 1]))
-        answers.append(nb[:, 0])
-    return queries, answers
+        if hidden_only:
+            answers.append(nb[drop, 0])
+            ignore.append(nb[~drop, 0])
+        else:
+            answers.append(nb[:, 0])
+            ignore.append(np.zeros(0, dtype=np.int64))
+    return queries, answers, ignore
 
 
 def sample_examples(examples, rng: np.random.Generator, size: int):
@@ -368,15 +388,16 @@ def sample_examples(examples, rng: np.random.Generator, size: int):
     pool = np.flatnonzero(lengths == hop)
     picks = rng.choice(pool, size=min(size, len(pool)), replace=False)
     queries = [(examples[i][0], examples[i][1], np.zeros(0, dtype=np.int64)) for i in picks]
-    return queries, [examples[i][2] for i in picks]
+    return queries, [examples[i][2] for i in picks], None
 
 
 def batch_for(step: int, seed: int, graph: Graph, examples, args):
-    """The batch of `step`: (queries, answers, whether they are link-prediction queries)."""
+    """The batch of `step`: (queries, answers, ignored, whether they are link-prediction queries)."""
     rng = np.random.default_rng([seed, step])
     if examples and rng.random() < args.example_share:
         return (*sample_examples(examples, rng, args.batch), False)
-    return (*sample_link(graph, rng, args.batch, args.hide_others), True)
+    return (*sample_link(graph, rng, args.batch, args.hide_others,
+                         args.link_targets == "hidden"), True)
 
 
 # ---------------------------------------------------------------- evaluation
@@ -452,6 +473,13 @@ def main(argv=None) -> int:
     ap.add_argument("--hide-others", type=float, default=0.5,
                     help="link prediction: chance that each other known tail of the query is also "
                          "removed from the message-passing graph (0: only the target, as ULTRA)")
+    ap.add_argument("--negatives", type=int, default=0,
+                    help="negatives per query, drawn uniformly from the subgraph's other nodes "
+                         "(0: all of them; ULTRA samples 256)")
+    ap.add_argument("--link-targets", choices=["all", "hidden"], default="all",
+                    help="link prediction: every known tail is a positive (all), or only the "
+                         "removed ones, the visible tails being left out of the loss (hidden, "
+                         "as ULTRA trains)")
     ap.add_argument("--example-share", type=float, default=0.5,
                     help="share of steps that train on the examples (when there are any)")
     ap.add_argument("--validate", type=int, default=300,
@@ -478,6 +506,8 @@ def run(args) -> int:
         raise TrainError("give --steps, --budget or both")
     if args.steps is not None and args.steps < 0:
         raise TrainError("--steps must be >= 0")
+    if args.negatives < 0:
+        raise TrainError("--negatives must be >= 0")
     if not 0 <= args.example_share <= 1:
         raise TrainError("--example-share must be between 0 and 1")
     global DEV
@@ -514,7 +544,9 @@ def run(args) -> int:
     spent = 0.0  # training seconds of earlier runs (the budget covers all of them)
     settings = {"seed": args.seed, "batch": args.batch, "lr": args.lr, "seppr_k": args.seppr_k,
                 "condition": args.condition, "hide_others": args.hide_others,
-                "example_share": args.example_share, "data_sha256": digest,
+                "example_share": args.example_share, "negatives": args.negatives,
+                "link_targets": args.link_targets,
+                "data_sha256": digest,
                 "init_sha256": file_digest([args.init]), "threads": args.threads}
     metrics_before = None
     if os.path.exists(state_path):
@@ -562,10 +594,11 @@ def run(args) -> int:
         if budget is not None and spent + elapsed + per_step > budget:
             log(f"budget reached after {fmt_time(spent + elapsed)} of training")
             break
-        queries, answers, link = batch_for(step, args.seed, graph, train, args)
+        queries, answers, ignore, link = batch_for(step, args.seed, graph, train, args)
         packed, logits = run_chains(model, graph, queries, args.seppr_k,
                                     direct=link and args.condition == "direct")
-        loss = chain_loss(packed, logits, queries, answers)
+        loss = chain_loss(packed, logits, queries, answers, negatives=args.negatives,
+                          rng=np.random.default_rng([args.seed, step, 1]), ignore=ignore)
         if loss is not None:
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -608,8 +641,11 @@ def run(args) -> int:
     import export  # noqa: E402  (onnx and onnxruntime are only needed here)
     diffs = export.export_model(model, out)
     record = {
-        "method": "UltraQuery fine-tuned on the bundle's graph (link prediction with held-out "
-                  "target edges" + (", and the examples' chains" if train else "") + ")",
+        "method": ("ULTRA fine-tuned on the bundle's graph by link prediction (whole graph, "
+                   "target edge held out, direct-relation conditioning)"
+                   if args.condition == "direct" else
+                   "UltraQuery fine-tuned on the bundle's graph (link prediction with held-out "
+                   "target edges" + (", and the examples' chains" if train else "") + ")"),
         "init": os.path.basename(args.init), "steps": step, **settings,
         "budget_s": budget, "seconds": round(spent + time.time() - start, 1),
         "device": str(DEV),

@@ -114,9 +114,21 @@ struct BuildArgs {
     /// Checkpoint to start from (default: models/ultra/checkpoints/ultraquery.pth).
     #[arg(long, requires = "train_executor")]
     train_init: Option<PathBuf>,
-    /// Subgraph size of the training projections (the runtime's seppr_k).
-    #[arg(long, requires = "train_executor", default_value_t = kgbox_neural::seppr::DEFAULT_K)]
-    train_seppr_k: usize,
+    /// What to train the executor for: `queries` (UltraQuery for kgbox's
+    /// executors, the default) or `link-prediction` (ULTRA's fine-tuning
+    /// on the whole graph, what `kgbox eval kgc` scores; starts from
+    /// ultra_3g). See docs/training.md.
+    #[arg(
+        long,
+        requires = "train_executor",
+        value_enum,
+        default_value = "queries"
+    )]
+    train_task: TrainTaskArg,
+    /// Subgraph size of the training projections (the runtime's seppr_k;
+    /// default 500 for queries, the whole graph for link prediction).
+    #[arg(long, requires = "train_executor")]
+    train_seppr_k: Option<usize>,
     /// Train the learned planner (question -> query) on these examples:
     /// `question<TAB>DSL[<TAB>answer1|answer2...]` lines, the topic entity
     /// [bracketed] or written as in the graph. Answers, when given,
@@ -151,6 +163,12 @@ struct BuildArgs {
     /// device's automatic rollback).
     #[arg(long)]
     allow_failing_probes: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum TrainTaskArg {
+    Queries,
+    LinkPrediction,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -215,7 +233,12 @@ fn run() -> Result<()> {
             let train = args.train_executor.then(|| {
                 let mut dir = args.out.clone().into_os_string();
                 dir.push(".train");
+                let task = match args.train_task {
+                    TrainTaskArg::Queries => kgbox_pack::train::TrainTask::Queries,
+                    TrainTaskArg::LinkPrediction => kgbox_pack::train::TrainTask::LinkPrediction,
+                };
                 kgbox_pack::train::TrainOptions {
+                    task,
                     dir: args.train_dir.clone().unwrap_or_else(|| dir.into()),
                     budget,
                     steps: args.train_steps,
@@ -225,9 +248,7 @@ fn run() -> Result<()> {
                         kgbox_pack::train::find_in_checkout("models/ultra/train.py")
                     }),
                     init: args.train_init.clone().unwrap_or_else(|| {
-                        kgbox_pack::train::find_in_checkout(
-                            "models/ultra/checkpoints/ultraquery.pth",
-                        )
+                        kgbox_pack::train::find_in_checkout(task.default_init())
                     }),
                     seppr_k: args.train_seppr_k,
                 }

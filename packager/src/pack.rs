@@ -217,7 +217,8 @@ pub fn pack_with(
         }
     }
     if let Some(planner_opts) = &opts.planner {
-        let planner = crate::planner::sections(&built.sections, planner_opts, opts.progress)?;
+        let planner =
+            crate::planner::sections(&built.sections, planner_opts, &examples, opts.progress)?;
         built.sections.extend(planner.sections);
         models.extend(planner.model);
         notes.extend(planner.report);

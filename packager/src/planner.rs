@@ -56,10 +56,12 @@ fn bar(enabled: bool, len: u64, what: &str) -> ProgressBar {
     bar
 }
 
-/// Builds the planner sections from the bundle's other sections.
+/// Builds the planner sections from the bundle's other sections and the
+/// examples parsed from `opts.examples` (the caller reads that file once).
 pub fn sections(
     built: &[(&'static str, Vec<u8>)],
     opts: &PlannerOptions,
+    examples: &[train::Example],
     progress: bool,
 ) -> Result<PlannerSections> {
     let aligned = crate::graph::Aligned::new(built);
@@ -94,11 +96,7 @@ pub fn sections(
     let Some(path) = &opts.examples else {
         return Ok(out);
     };
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the planner examples {}", path.display()))?;
-    let examples =
-        train::parse_examples(&text).with_context(|| format!("in {}", path.display()))?;
-    let (prepared, skipped) = train::prepare(&kg, &examples);
+    let (prepared, skipped) = train::prepare(&kg, examples);
     if !skipped.is_empty() {
         out.report.push(format!(
             "planner: {} of {} examples skipped; the first: line {}: {}",

@@ -22,8 +22,59 @@ use kgbox_query::plan::{Node, Plan};
 /// One example in ten (by question hash) is held out for the fusion.
 const HOLDOUT_MODULUS: u64 = 10;
 
+/// What the executor is trained for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TrainTask {
+    /// UltraQuery for kgbox's executors: chains of projections on SEPPR
+    /// subgraphs, link prediction with other tails hidden, and the
+    /// examples' chains.
+    #[default]
+    Queries,
+    /// ULTRA's transductive fine-tuning, what `kgbox eval kgc` scores: link
+    /// prediction on the whole graph, conditioned on the direct relation,
+    /// only the target edge hidden, 256 sampled negatives, batches of 8,
+    /// AdamW at 1e-4; examples are not used.
+    LinkPrediction,
+}
+
+impl TrainTask {
+    /// The checkpoint a task starts from, under `models/ultra/checkpoints/`.
+    pub fn default_init(self) -> &'static str {
+        match self {
+            TrainTask::Queries => "models/ultra/checkpoints/ultraquery.pth",
+            TrainTask::LinkPrediction => "models/ultra/checkpoints/ultra_3g.pth",
+        }
+    }
+
+    /// The trainer's flags for this task (after the common ones).
+    fn trainer_args(self) -> &'static [&'static str] {
+        match self {
+            TrainTask::Queries => &[],
+            TrainTask::LinkPrediction => &[
+                "--condition",
+                "direct",
+                "--hide-others",
+                "0",
+                "--link-targets",
+                "hidden",
+                "--negatives",
+                "256",
+                "--batch",
+                "8",
+                "--lr",
+                "1e-4",
+                "--example-share",
+                "0",
+                "--validate",
+                "0",
+            ],
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct TrainOptions {
+    pub task: TrainTask,
     /// Inputs, resumable state and outputs of the training.
     pub dir: PathBuf,
     /// Wall-clock limit of the training (the trainer's `--budget`).
@@ -37,8 +88,10 @@ pub struct TrainOptions {
     pub script: PathBuf,
     /// The checkpoint to start from (`models/ultra/checkpoints/ultraquery.pth`).
     pub init: PathBuf,
-    /// The subgraph size the trainer's projections use (the runtime's `seppr_k`).
-    pub seppr_k: usize,
+    /// The subgraph size the trainer's projections use (the runtime's
+    /// `seppr_k`); `None`: the task's default (500 for queries, the whole
+    /// graph for link prediction).
+    pub seppr_k: Option<usize>,
 }
 
 /// What training produced: the ONNX prefix for `--ultra` and the record.
@@ -157,11 +210,25 @@ pub fn train(
     if kg.triple_count() == 0 {
         bail!("the graph has no triples: there is nothing to train the executor on");
     }
+    let examples = match opts.task {
+        TrainTask::Queries => examples,
+        TrainTask::LinkPrediction => &[],
+    };
     let (written, skipped) = write_inputs(&kg, examples, &opts.dir)?;
-    notes.push(format!(
-        "train: {} triples and {written} example chains for the executor ({skipped} examples are not chains with known answers; 1 in {HOLDOUT_MODULUS} is held out for the fusion)",
-        kg.triple_count()
-    ));
+    notes.push(match opts.task {
+        TrainTask::Queries => format!(
+            "train: {} triples and {written} example chains for the executor ({skipped} examples are not chains with known answers; 1 in {HOLDOUT_MODULUS} is held out for the fusion)",
+            kg.triple_count()
+        ),
+        TrainTask::LinkPrediction => format!(
+            "train: {} triples for link prediction on the whole graph",
+            kg.triple_count()
+        ),
+    });
+    let seppr_k = opts.seppr_k.unwrap_or(match opts.task {
+        TrainTask::Queries => kgbox_neural::seppr::DEFAULT_K,
+        TrainTask::LinkPrediction => kg.entity_count(),
+    });
     let prefix = opts.dir.join("trained");
     let mut cmd = Command::new(&opts.python);
     cmd.arg(&opts.script)
@@ -174,7 +241,8 @@ pub fn train(
         .arg("--seed")
         .arg(opts.seed.to_string())
         .arg("--seppr-k")
-        .arg(opts.seppr_k.to_string());
+        .arg(seppr_k.to_string())
+        .args(opts.task.trainer_args());
     if let Some(b) = opts.budget {
         cmd.arg("--budget").arg(format!("{}s", b.as_secs_f64()));
     }

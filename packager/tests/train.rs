@@ -88,6 +88,18 @@ fn train_build(
     cli(&args, &[])
 }
 
+/// The executor's name in the manifest and its training record.
+fn executor_training(loaded: &Loaded) -> (String, serde_json::Value) {
+    let model = loaded
+        .manifest
+        .models
+        .iter()
+        .find(|m| m.role == "query-executor")
+        .expect("the executor is in the manifest");
+    let record = model.training.clone().expect("the training is recorded");
+    (model.name.clone(), record)
+}
+
 fn section(path: &Path, name: &str) -> Vec<u8> {
     let loaded = load(path, &test_key().public());
     loaded.view.section(&loaded.bytes, name).unwrap().to_vec()
@@ -114,14 +126,8 @@ fn trains_packs_records_and_resumes() {
     );
 
     let loaded = load(&once, &test_key().public());
-    let model = loaded
-        .manifest
-        .models
-        .iter()
-        .find(|m| m.role == "query-executor")
-        .expect("the executor is in the manifest");
-    assert_eq!(model.name, "ultraquery+trained");
-    let record = model.training.as_ref().expect("the training is recorded");
+    let (name, record) = executor_training(&loaded);
+    assert_eq!(name, "ultraquery+trained");
     assert_eq!(record["steps"], 3);
     assert_eq!(record["seed"], 0);
     assert_eq!(record["data_sha256"].as_str().map(str::len), Some(64));
@@ -229,4 +235,36 @@ fn bad_training_input_is_a_clear_error() {
     let out = train_build(&empty, &examples, &key, &out_path, &["--train-steps", "1"]);
     assert_fails(&out);
     assert!(!out_path.exists(), "no bundle is written on failure");
+}
+
+#[test]
+fn link_prediction_task_trains_ultra_on_the_whole_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let (triples, examples) = inputs(dir.path());
+    let key = write_key(dir.path());
+    let out_path = dir.path().join("lp.kgb");
+    let out = train_build(
+        &triples,
+        &examples,
+        &key,
+        &out_path,
+        &["--train-steps", "2", "--train-task", "link-prediction"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let loaded = load(&out_path, &test_key().public());
+    let (name, record) = executor_training(&loaded);
+    assert_eq!(name, "ultra_3g+trained");
+    assert_eq!(record["steps"], 2);
+    assert_eq!(record["init"], "ultra_3g.pth");
+    assert_eq!(record["condition"], "direct");
+    assert_eq!(record["link_targets"], "hidden");
+    assert_eq!(record["negatives"], 256);
+    assert_eq!(record["hide_others"], 0.0);
+    assert_eq!(record["examples"], 0, "link prediction uses no examples");
+    let entities = loaded.kg().entity_count() as u64;
+    assert_eq!(
+        record["seppr_k"].as_u64(),
+        Some(entities),
+        "the whole graph, as `kgbox eval kgc` scores"
+    );
 }

@@ -186,14 +186,33 @@ fn learned_planner_over_http_cli_and_eval() {
         lines.join("\n") + "\nwho directed [Nothing Such]\tX\n",
     )
     .unwrap();
+    let answers_file = f.dir.path().join("answers.jsonl");
     let o = device.kgbox(&[
         "eval",
         "qa",
         "--questions",
         qfile.to_str().unwrap(),
+        "--answers",
+        answers_file.to_str().unwrap(),
         "--json",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
+    // --answers: one JSON line per question, in file order.
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(&answers_file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), f.probes.len() + 1);
+    for (row, p) in rows.iter().zip(&f.probes) {
+        assert_eq!(row["question"], p.question.as_str());
+        assert_eq!(row["hit"], true, "{row}");
+        assert_eq!(row["answers"][0], p.answer.as_str(), "{row}");
+    }
+    let last_row = rows.last().unwrap();
+    assert_eq!(last_row["line"], f.probes.len() + 1);
+    assert_eq!(last_row["hit"], false);
+    assert!(last_row["error"].is_string(), "{last_row}");
     let out = stdout(&o);
     let last: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
     assert_eq!(last["n"], f.probes.len() + 1);

@@ -3,9 +3,10 @@
 //! answer-set F1 and latency per stage.
 
 use std::collections::HashSet;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use kgbox::qa::AskParams;
 use kgbox::Config;
 use kgbox_qa::PlannerKind;
@@ -102,10 +103,29 @@ pub struct EvalQaArgs {
     /// instead of the bundle's reranker, to try one before packing it.
     #[arg(long, value_name = "PREFIX", conflicts_with = "no_rerank")]
     pub reranker: Option<PathBuf>,
+    /// Write one JSON line per question to FILE: its line, the question,
+    /// whether the first answer is gold, the first answers, or the error
+    /// (to see which questions fail, or to compare two runs).
+    #[arg(long, value_name = "FILE")]
+    pub answers: Option<PathBuf>,
     #[command(flatten)]
     pub source: crate::cmd::BundleArgs,
     #[command(flatten)]
     pub exec: crate::cmd::ExecArgs,
+}
+
+/// Answers written per question by `--answers`.
+const ANSWERS_SHOWN: usize = 5;
+
+/// One line of `--answers`.
+#[derive(Serialize)]
+struct AnswerRow<'a> {
+    line: usize,
+    question: &'a str,
+    hit: bool,
+    answers: Vec<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -213,6 +233,13 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
         seppr_k: s.cfg.executor.seppr_k,
         ..QaReport::default()
     };
+    let mut answers_out = match &args.answers {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
+        )),
+        None => None,
+    };
     let (mut h1, mut f1) = (0usize, 0.0f64);
     let mut stage: [Vec<f64>; 6] = Default::default();
     let mut gold_seen = 0usize;
@@ -227,6 +254,16 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
                 }
                 if r.first_errors.len() < 5 {
                     r.first_errors.push(format!("line {}: {e}", q.line));
+                }
+                if let Some(out) = &mut answers_out {
+                    let row = AnswerRow {
+                        line: q.line,
+                        question: &q.question,
+                        hit: false,
+                        answers: Vec::new(),
+                        error: Some(e.to_string()),
+                    };
+                    writeln!(out, "{}", serde_json::to_string(&row)?)?;
                 }
                 continue;
             }
@@ -247,7 +284,18 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
             export.write(qid, q.line, &res.features, &is_gold)?;
         }
         let names: Vec<&str> = res.answers.iter().map(|a| a.name.as_str()).collect();
-        h1 += usize::from(names.first().is_some_and(|n| q.answers.contains(*n)));
+        let hit1 = names.first().is_some_and(|n| q.answers.contains(*n));
+        h1 += usize::from(hit1);
+        if let Some(out) = &mut answers_out {
+            let row = AnswerRow {
+                line: q.line,
+                question: &q.question,
+                hit: hit1,
+                answers: names.iter().take(ANSWERS_SHOWN).copied().collect(),
+                error: None,
+            };
+            writeln!(out, "{}", serde_json::to_string(&row)?)?;
+        }
         let predicted: HashSet<&str> = names.into_iter().collect();
         let hit = predicted.iter().filter(|p| q.answers.contains(**p)).count() as f64;
         if hit > 0.0 {
@@ -256,6 +304,11 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
         }
     }
     bar.finish_and_clear();
+    if let (Some(mut out), Some(path)) = (answers_out, &args.answers) {
+        out.flush()
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("wrote {} answer rows to {}", gold.len(), path.display());
+    }
     if let Some(export) = export {
         let (path, rows) = export.finish()?;
         eprintln!("wrote {rows} feature rows to {}", path.display());
