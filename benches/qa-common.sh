@@ -56,7 +56,13 @@ qa_pack_eval() {
   else
     pack+=(--planner-no-encoder)
   fi
-  [[ ${EXAMPLE_FACTS:-0} == 1 ]] && pack+=(--add-example-facts)
+  # With training, the examples' one-hop answers also become facts unless EXAMPLE_FACTS=0.
+  local facts_default=0
+  [[ -n ${TRAIN_BUDGET:-} ]] && facts_default=1
+  if [[ ${EXAMPLE_FACTS:-$facts_default} == 1 ]]; then
+    pack+=(--add-example-facts)
+    log "pack with --add-example-facts"
+  fi
   if [[ -n ${TRAIN_BUDGET:-} ]]; then
     # Fine-tune the executor on KB (and the examples) first; WORK/train keeps its state,
     # so a second run with the same WORK reuses the trained model.

@@ -22,8 +22,9 @@
 #                               re-running with the same WORK reuses the model); unset: zero-shot ULTRA.
 #                               TRAIN_PYTHON names a python3 with models/ultra/requirements.txt,
 #                               TRAIN_SEED the seed (0)
-#   EXAMPLE_FACTS=0             1: pack with --add-example-facts (the training examples' one-hop
-#                               answers become triples of the graph)
+#   EXAMPLE_FACTS=              1: pack with --add-example-facts (the training examples' one-hop
+#                               answers become triples of the graph); default 1 with TRAIN_BUDGET,
+#                               else 0
 #   RERANK=0                    1: also train the answer reranker (models/reranker) on RERANK_N=3000
 #                               training questions, pack it, and report the eval with and without
 #                               it; RERANK_PYTHON names a python3 with its requirements
