@@ -20,6 +20,9 @@ use crate::train::{chain, held_out, plan_of};
 const PER_GROUP: usize = 200;
 /// Answers each executor contributes as candidates.
 const CANDIDATES: usize = 100;
+/// One-sided p-value below which the best candidate replaces
+/// [`Fusion::STATED_FIRST`].
+const SIGNIFICANCE: f64 = 0.05;
 
 /// Hits@1 of each executor on the calibration examples of one chain length.
 #[derive(Debug, Clone, Default)]
@@ -31,8 +34,22 @@ pub struct GroupScore {
     pub fused: usize,
 }
 
+/// The best-scoring candidate against [`Fusion::STATED_FIRST`] on the
+/// calibration questions.
+#[derive(Debug, Clone, Copy)]
+pub struct Versus {
+    pub best: Fusion,
+    /// Questions whose top answer is gold with `best` and not with stated-first.
+    pub wins: usize,
+    /// The reverse.
+    pub losses: usize,
+    /// P(at least `wins` of `wins + losses` by chance), one-sided sign test.
+    pub p_value: f64,
+}
+
 pub struct Fitted {
     pub fusion: Fusion,
+    pub versus_stated_first: Versus,
     /// Keyed by chain length (0: other plans).
     pub scores: BTreeMap<usize, GroupScore>,
 }
@@ -60,12 +77,22 @@ impl Fitted {
             })
             .collect();
         let f = self.fusion;
+        let v = self.versus_stated_first;
+        let choice = if f == Fusion::STATED_FIRST {
+            "stated-first"
+        } else {
+            "fitted"
+        };
         format!(
-            "fusion: stated {:.3} neural {:.3} both {:.3} bias {:.3}; held-out Hits@1 {}",
+            "fusion ({choice}): stated {:.3} neural {:.3} both {:.3} bias {:.3}; best fit \
+             against stated-first: {} better, {} worse (p {:.3}); held-out Hits@1 {}",
             f.stated,
             f.neural,
             f.both,
             f.bias,
+            v.wins,
+            v.losses,
+            v.p_value,
             groups.join("; ")
         )
     }
@@ -163,7 +190,10 @@ pub fn fit(built: &[(&'static str, Vec<u8>)], examples: &[Example]) -> Result<Op
     });
     // Candidates: the logistic fit, the default, and a small grid around the
     // default (the fit optimises likelihood, not the top answer); the one
-    // with the most held-out Hits@1 wins, earlier ones on ties.
+    // with the most held-out Hits@1 wins, earlier ones on ties. It replaces
+    // the stated-first order only when it is better beyond chance (a one-sided
+    // sign test over the questions where the two disagree): where the graph is
+    // complete, reordering its stated answers can only trade coin tosses.
     let mut candidates = vec![logistic(&cases).bounded(), Fusion::default()];
     for stated in [0.0, 0.5, 1.0, 2.0, 4.0] {
         for both in [-0.25, 0.0, 0.25] {
@@ -175,18 +205,31 @@ pub fn fit(built: &[(&'static str, Vec<u8>)], examples: &[Example]) -> Result<Op
             });
         }
     }
-    let hits = |f: &Fusion| {
+    let tops = |f: &Fusion| -> Vec<bool> {
         cases
             .iter()
-            .filter(|c| top_is_gold(&c.rows, |[s, p]| f.logit(s, p)))
-            .count()
+            .map(|c| top_is_gold(&c.rows, |[s, p]| f.logit(s, p)))
+            .collect()
     };
-    let mut fusion = candidates[0];
+    let hits = |f: &Fusion| tops(f).into_iter().filter(|&t| t).count();
+    let mut best = candidates[0];
     for f in &candidates[1..] {
-        if hits(f) > hits(&fusion) {
-            fusion = *f;
+        if hits(f) > hits(&best) {
+            best = *f;
         }
     }
+    let baseline = tops(&Fusion::STATED_FIRST);
+    let (mut wins, mut losses) = (0, 0);
+    for (b, s) in tops(&best).into_iter().zip(baseline) {
+        wins += usize::from(b && !s);
+        losses += usize::from(s && !b);
+    }
+    let p_value = sign_test(wins, losses);
+    let fusion = if p_value < SIGNIFICANCE {
+        best
+    } else {
+        Fusion::STATED_FIRST
+    };
     let default = Fusion::default();
     let mut scores: BTreeMap<usize, GroupScore> = BTreeMap::new();
     for case in &cases {
@@ -198,7 +241,16 @@ pub fn fit(built: &[(&'static str, Vec<u8>)], examples: &[Example]) -> Result<Op
         g.fused_default += usize::from(top_is_gold(&case.rows, |[s, p]| default.logit(s, p)));
         g.fused += usize::from(top_is_gold(&case.rows, |[s, p]| fusion.logit(s, p)));
     }
-    Ok(Some(Fitted { fusion, scores }))
+    Ok(Some(Fitted {
+        fusion,
+        versus_stated_first: Versus {
+            best,
+            wins,
+            losses,
+            p_value,
+        },
+        scores,
+    }))
 }
 
 /// Whether the best-scoring row (ties: the first, as entity ids ascend) is
@@ -212,6 +264,28 @@ fn top_is_gold(rows: &[([f32; 2], bool)], score: impl Fn([f32; 2]) -> f32) -> bo
         }
     }
     best.is_some_and(|(_, g)| g)
+}
+
+/// One-sided sign test: the probability of at least `wins` successes in
+/// `wins + losses` fair coin tosses.
+fn sign_test(wins: usize, losses: usize) -> f64 {
+    let n = wins + losses;
+    if wins == 0 {
+        return 1.0;
+    }
+    // ln C(n, k) by running sums, so large n does not overflow.
+    let ln_half_n = n as f64 * 0.5f64.ln();
+    let mut ln_choose = 0.0f64; // ln C(n, 0)
+    let mut tail = 0.0f64;
+    for k in 0..=n {
+        if k > 0 {
+            ln_choose += ((n - k + 1) as f64).ln() - (k as f64).ln();
+        }
+        if k >= wins {
+            tail += (ln_choose + ln_half_n).exp();
+        }
+    }
+    tail.min(1.0)
 }
 
 /// Weighted logistic regression by Newton's method (each question weighs 1,
@@ -318,6 +392,18 @@ mod tests {
         assert!(f.stated > 0.0 && f.neural > 0.0, "{f:?}");
         assert!(f.logit(1.0, 0.3) > f.logit(0.0, 0.5));
         assert!(f.logit(0.0, 0.95) > f.logit(0.0, 0.1));
+    }
+
+    #[test]
+    fn sign_test_matches_the_binomial_tail() {
+        assert_eq!(sign_test(0, 5), 1.0);
+        assert!((sign_test(2, 0) - 0.25).abs() < 1e-12);
+        assert!((sign_test(5, 0) - 1.0 / 32.0).abs() < 1e-12);
+        // P(X >= 8 | n = 10) = (45 + 10 + 1) / 1024
+        assert!((sign_test(8, 2) - 56.0 / 1024.0).abs() < 1e-12);
+        assert!((sign_test(5, 5) - 638.0 / 1024.0).abs() < 1e-12);
+        assert!(sign_test(600, 400) < 1e-9);
+        assert!(sign_test(2000, 2000) > 0.49);
     }
 
     #[test]

@@ -6,7 +6,10 @@
 //! membership of its sources; `AND` is the product t-norm, `OR` the
 //! probabilistic sum, `NOT` (inside `AND`) multiplies by `1 - x`. With
 //! `exclude_anchors`, a projection never returns the anchor entities of its
-//! own input, so multi-hop paths never pass through their start again.
+//! own input, so multi-hop paths never pass through their start again;
+//! without it, it returns them at [`ANCHOR_WEIGHT`] times their membership,
+//! so an answer reached only through the start ranks below one reached
+//! otherwise.
 //!
 //! Neural and hybrid execution (see [`Executor`]): a [`Projector`] (the
 //! ULTRA entity model over a SEPPR subgraph, in `kgbox-neural`) replaces or
@@ -86,6 +89,10 @@ pub trait Projector: Sync {
     }
 }
 
+/// Membership factor of a projection's own anchors when they are not
+/// excluded (`exclude_anchors: false`).
+pub const ANCHOR_WEIGHT: f32 = 0.5;
+
 /// Knobs of one execution.
 #[derive(Debug, Clone)]
 pub struct ExecOptions {
@@ -93,7 +100,8 @@ pub struct ExecOptions {
     pub top_k: usize,
     /// Provenance paths per answer (0: none).
     pub max_paths: usize,
-    /// Projections never return the anchors of their own input.
+    /// Projections never return the anchors of their own input (otherwise
+    /// they return them at [`ANCHOR_WEIGHT`] times their membership).
     pub exclude_anchors: bool,
     /// Inside `AND`, operands expanding to more edges than this are probed.
     pub fanout_limit: usize,
@@ -291,8 +299,11 @@ impl<'a> Run<'_, 'a> {
                 };
                 self.sets[input] = Some(x);
                 let mut out = out;
+                let anchors = self.plan.anchors(input);
                 if self.opts.exclude_anchors {
-                    out.remove_all(&self.plan.anchors(input));
+                    out.remove_all(&anchors);
+                } else {
+                    out.scale_all(&anchors, ANCHOR_WEIGHT);
                 }
                 out
             }

@@ -15,7 +15,10 @@
 //! membership is a calibrated probability that the entity is an answer; the
 //! fitted weights travel in the bundle (`model.ultra.fusion`). Without them,
 //! [`Fusion::default`] ranks every stated answer above every inferred one,
-//! each group by the neural score.
+//! each group by the neural score. [`Fusion::STATED_FIRST`] keeps the
+//! symbolic executor's own order for stated answers (the neural term cancels
+//! when `s = 1`), so `hybrid` answers exactly as `symbolic` wherever the graph
+//! states an answer and falls back on the model elsewhere.
 
 use serde::{Deserialize, Serialize};
 
@@ -48,6 +51,17 @@ impl Default for Fusion {
             bias: 0.0,
         }
     }
+}
+
+impl Fusion {
+    /// Stated answers first (z = 10·s, ties in the symbolic executor's
+    /// order), then inferred ones by the neural score (|z| ≤ 4.6).
+    pub const STATED_FIRST: Fusion = Fusion {
+        stated: 10.0,
+        neural: 0.5,
+        both: -0.5,
+        bias: 0.0,
+    };
 }
 
 /// `logit(p)` with `p` clamped to `[P_FLOOR, 1 - P_FLOOR]`.
@@ -146,6 +160,30 @@ mod tests {
         );
         assert!(order(4, 5));
         assert!(f.get(5) > 0.0);
+    }
+
+    #[test]
+    fn stated_first_keeps_the_symbolic_order() {
+        let n = 100;
+        let stated = FuzzySet::from_pairs(vec![(3, 1.0), (7, 1.0), (9, 1.0)], n);
+        let scored = FuzzySet::from_pairs(vec![(9, 0.99), (7, 0.2), (1, 0.9999), (2, 0.4)], n);
+        let f = Fusion::STATED_FIRST.fuse(&stated, &scored, n);
+        assert_eq!(f.len(), 5);
+        assert_eq!(
+            f.get(3),
+            f.get(7),
+            "stated answers tie whatever the model says"
+        );
+        assert_eq!(f.get(7), f.get(9));
+        assert!(
+            f.get(3) > f.get(1),
+            "a stated answer stays above an inferred one"
+        );
+        assert!(
+            f.get(1) > f.get(2),
+            "inferred answers are ordered by the model"
+        );
+        assert!(Fusion::STATED_FIRST.max_abs_logit() <= MAX_LOGIT);
     }
 
     #[test]

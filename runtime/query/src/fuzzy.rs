@@ -118,6 +118,26 @@ impl FuzzySet {
         }
     }
 
+    /// Multiplies the membership of each of `ids` (sorted) by `factor`.
+    pub fn scale_all(&mut self, ids: &[u32], factor: f32) {
+        match self {
+            FuzzySet::Sparse(p) => {
+                for (id, w) in p.iter_mut() {
+                    if ids.binary_search(id).is_ok() {
+                        *w *= factor;
+                    }
+                }
+            }
+            FuzzySet::Dense(d) => {
+                for &id in ids {
+                    if let Some(slot) = d.get_mut(id as usize) {
+                        *slot *= factor;
+                    }
+                }
+            }
+        }
+    }
+
     /// Product t-norm with `other` (or with its complement when `negate`).
     pub fn and(&self, other: &FuzzySet, negate: bool, entities: usize) -> FuzzySet {
         let pairs: Vec<(u32, f32)> = self
@@ -176,5 +196,22 @@ mod tests {
         small.remove_all(&(0..3000).collect::<Vec<_>>());
         assert!(matches!(small.clone().compact(n), FuzzySet::Sparse(_)));
         assert_eq!(small.len(), 0);
+    }
+
+    #[test]
+    fn scale_all_scales_only_the_named_members() {
+        let n = 6400;
+        for set in [
+            FuzzySet::from_pairs(vec![(1, 1.0), (4, 0.8), (9, 0.5)], n),
+            FuzzySet::from_pairs((0..1000).map(|i| (i, 1.0)).collect(), n),
+        ] {
+            let mut s = set.clone();
+            s.scale_all(&[4, 9, 5000], 0.5);
+            assert_eq!(s.get(4), set.get(4) * 0.5);
+            assert_eq!(s.get(9), set.get(9) * 0.5);
+            assert_eq!(s.get(1), set.get(1));
+            assert_eq!(s.get(5000), 0.0);
+            assert_eq!(s.len(), set.len());
+        }
     }
 }

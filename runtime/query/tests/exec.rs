@@ -183,6 +183,14 @@ fn scores_paths_and_anchor_exclusion() {
         ..ExecOptions::default()
     };
     assert!(answer_names(&kg, &q, &keep).contains("Ridley Scott"));
+    // ...and ranks below the answers reached without it: Ridley Scott is
+    // reached only through himself, at half membership.
+    let plan = bind(&kg, &q, "").unwrap();
+    let out = execute(&kg, &plan, &keep).unwrap();
+    let rs = kg.entity_id("Ridley Scott").unwrap();
+    let own = out.answers.iter().find(|a| a.entity == rs).unwrap();
+    assert!((own.score - kgbox_query::ANCHOR_WEIGHT).abs() < 1e-6);
+    assert!(out.answers.iter().all(|a| a.entity == rs || a.score == 1.0));
 }
 
 #[test]
