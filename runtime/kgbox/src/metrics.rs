@@ -107,10 +107,7 @@ impl StrategyCounters {
     /// Counts what answering one question did.
     pub fn record(&self, planner: kgbox_qa::PlannerKind, result: &kgbox_qa::AskResult) {
         use kgbox_qa::strategies::StrategyName;
-        if !matches!(
-            planner,
-            kgbox_qa::PlannerKind::Llm | kgbox_qa::PlannerKind::Local
-        ) {
+        if planner.chat().is_none() {
             return;
         }
         let Ok(mut by) = self.by.lock() else {

@@ -175,9 +175,9 @@ impl Qa {
             .kg()
             .map_err(|e| AskError::NoPlanner(format!("the bundle cannot be read: {e}")))?;
         let planner = params.planner.unwrap_or(cfg.planner.kind);
-        let chat: Option<&dyn ChatBackend> = match planner {
-            PlannerKind::Llm => self.llm.as_deref(),
-            PlannerKind::Local => self.local.as_deref(),
+        let chat: Option<&dyn ChatBackend> = match planner.chat() {
+            Some(PlannerKind::Llm) => self.llm.as_deref(),
+            Some(PlannerKind::Local) => self.local.as_deref(),
             _ if cfg.llm.arbitrate => self.llm.as_deref().or(self.local.as_deref()),
             _ => None,
         };
@@ -189,6 +189,7 @@ impl Qa {
             share_context: cfg.llm.share_context,
             max_retries: cfg.planner.max_retries,
             max_relations: cfg.planner.max_relations,
+            fallback_below: cfg.planner.fallback_below,
             rerank: params.rerank.unwrap_or(cfg.planner.rerank),
             export_features: params.export_features,
             repair: params.repair.unwrap_or(cfg.planner.repair),

@@ -124,6 +124,7 @@ fn plan(
         linked,
         max_retries: opts.max_retries,
         max_relations: opts.max_relations,
+        fallback_below: opts.fallback_below,
     };
     Ok(planner::plan(&planners, &request)?)
 }

@@ -106,6 +106,9 @@ pub struct AskOptions {
     pub max_retries: usize,
     /// Relations listed to the LLM at most.
     pub max_relations: usize,
+    /// `learned+llm` / `learned+local`: ask the LLM when the learned
+    /// planner's best template is less likely than this.
+    pub fallback_below: f32,
     /// Rerank candidates with the bundle's reranker (when it has one).
     pub rerank: bool,
     /// Return every scored candidate's reranker features
@@ -129,6 +132,7 @@ impl Default for AskOptions {
             share_context: false,
             max_retries: 2,
             max_relations: 300,
+            fallback_below: crate::planner::DEFAULT_FALLBACK_BELOW,
             rerank: true,
             export_features: false,
             repair: true,

@@ -84,7 +84,7 @@ pub fn plan_messages(
 /// The follow-up after an invalid query.
 pub fn retry_message(error: &str) -> Message {
     Message::user(format!(
-        "That query cannot be run: {error}\nReply with JSON {{\"query\": \"...\"}} holding a corrected query."
+        "That query cannot be run: {error}\nReply again in the same JSON form, corrected."
     ))
 }
 

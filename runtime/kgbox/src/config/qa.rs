@@ -10,9 +10,14 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PlannerConfig {
-    /// learned (the bundle's classifier, no LLM), llm (`[llm]` endpoint) or
-    /// local (`[llm] local_model`, needs the `local-llm` build feature).
+    /// learned (the bundle's classifier, no LLM), llm (`[llm]` endpoint),
+    /// local (`[llm] local_model`, needs the `local-llm` build feature), or
+    /// learned+llm / learned+local (the learned planner, and the LLM when it
+    /// is unsure).
     pub kind: kgbox_qa::PlannerKind,
+    /// learned+llm / learned+local: ask the LLM when the learned planner's
+    /// best template has a lower probability than this (0..1).
+    pub fallback_below: f32,
     /// Final answers per question.
     pub top_k: usize,
     /// Candidates the executor returns to the arbitrator.
@@ -40,6 +45,7 @@ impl Default for PlannerConfig {
             candidates: d.candidates,
             max_retries: d.max_retries,
             max_relations: d.max_relations,
+            fallback_below: d.fallback_below,
             rerank: d.rerank,
             repair: d.repair,
             strategies: d.strategies,

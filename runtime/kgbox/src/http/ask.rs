@@ -26,7 +26,7 @@ pub const MAX_QUESTION: usize = 2000;
 pub struct AskRequest {
     pub question: String,
     pub top_k: Option<usize>,
-    /// learned, llm or local (default: `planner.kind`).
+    /// learned, llm, local, learned+llm or learned+local (default: `planner.kind`).
     pub planner: Option<PlannerKind>,
     /// symbolic, neural or hybrid (default: `executor.mode`).
     pub executor: Option<kgbox_query::Executor>,

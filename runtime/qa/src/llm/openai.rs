@@ -1,8 +1,16 @@
 //! A client for the OpenAI-compatible chat-completions API (remote
 //! providers, llama.cpp server, vLLM, Ollama), over HTTP(S) or HTTP on a
 //! unix socket. Every call goes through the audit log first.
+//!
+//! A reply schema is sent as OpenAI's `response_format: {"type":
+//! "json_schema", ...}`. Servers that know only `json_object` (e.g.
+//! llama-cpp-python's, which takes the schema beside it) refuse that form
+//! and name `response_format` in the error; the client then sends
+//! `{"type": "json_object", "schema": ...}` instead, for that call and
+//! every later one.
 
 use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,6 +30,8 @@ pub struct OpenAiClient {
     timeout: Duration,
     agent: ureq::Agent,
     audit: Arc<AuditLog>,
+    /// The server refused `json_schema`: send `json_object` with the schema.
+    json_object: AtomicBool,
 }
 
 impl OpenAiClient {
@@ -40,6 +50,7 @@ impl OpenAiClient {
             timeout,
             agent,
             audit,
+            json_object: AtomicBool::new(false),
         }
     }
 
@@ -53,12 +64,36 @@ impl OpenAiClient {
             "stream": false,
         });
         if let Constraint::JsonSchema { name, schema } = &req.constraint {
-            body["response_format"] = json!({
-                "type": "json_schema",
-                "json_schema": {"name": name, "schema": schema, "strict": true},
-            });
+            body["response_format"] = if self.json_object.load(Ordering::Relaxed) {
+                json!({"type": "json_object", "schema": schema})
+            } else {
+                json!({
+                    "type": "json_schema",
+                    "json_schema": {"name": name, "schema": schema, "strict": true},
+                })
+            };
         }
         body
+    }
+
+    /// One audited call with `req`'s body as it is now.
+    fn call(&self, req: &ChatRequest) -> Result<Vec<u8>, LlmError> {
+        let body =
+            serde_json::to_vec(&self.body(req)).map_err(|e| LlmError::BadReply(e.to_string()))?;
+        let id = self
+            .audit
+            .before(&self.endpoint.to_string(), req.purpose, &body)?;
+        let t = Instant::now();
+        let result = self.post(&body);
+        match &result {
+            Ok(reply) => self
+                .audit
+                .after(id, req.purpose, Ok(reply.len()), t.elapsed()),
+            Err(e) => self
+                .audit
+                .after(id, req.purpose, Err(&e.to_string()), t.elapsed()),
+        }
+        result
     }
 
     fn post(&self, body: &[u8]) -> Result<Vec<u8>, LlmError> {
@@ -140,20 +175,15 @@ pub fn reply_content(reply: &[u8]) -> Result<String, LlmError> {
 
 impl ChatBackend for OpenAiClient {
     fn complete(&self, req: &ChatRequest) -> Result<String, LlmError> {
-        let body =
-            serde_json::to_vec(&self.body(req)).map_err(|e| LlmError::BadReply(e.to_string()))?;
-        let id = self
-            .audit
-            .before(&self.endpoint.to_string(), req.purpose, &body)?;
-        let t = Instant::now();
-        let result = self.post(&body);
-        match &result {
-            Ok(reply) => self
-                .audit
-                .after(id, req.purpose, Ok(reply.len()), t.elapsed()),
-            Err(e) => self
-                .audit
-                .after(id, req.purpose, Err(&e.to_string()), t.elapsed()),
+        let mut result = self.call(req);
+        if let Err(LlmError::Status { body, .. }) = &result {
+            let schema_refused = matches!(req.constraint, Constraint::JsonSchema { .. })
+                && !self.json_object.load(Ordering::Relaxed)
+                && body.contains("response_format");
+            if schema_refused {
+                self.json_object.store(true, Ordering::Relaxed);
+                result = self.call(req);
+            }
         }
         reply_content(&result?)
     }

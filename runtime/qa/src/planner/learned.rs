@@ -26,6 +26,18 @@ pub enum PlannerError {
     Encoder(String),
 }
 
+/// An example question of one template, shown to an LLM planner as a
+/// demonstration (a question and its query; never answers or facts).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Demo {
+    /// Index into `templates`.
+    pub class: usize,
+    /// The question with its topic written `[Name]`.
+    pub question: String,
+    /// The topic entity's name in the graph.
+    pub topic: String,
+}
+
 /// The `planner.meta` section.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlannerMeta {
@@ -40,6 +52,10 @@ pub struct PlannerMeta {
     /// (calibrated by the packager on the examples' answers; empty: none do).
     #[serde(default)]
     pub keep_anchors: Vec<bool>,
+    /// Up to a few example questions per template, for LLM planners
+    /// ([`super::guided`]); empty in bundles packed before they existed.
+    #[serde(default)]
+    pub demos: Vec<Demo>,
     /// The encoder the embeddings came from (`None`: no embedding block).
     pub encoder: Option<String>,
     /// Training report, for `kgbox-pack inspect` and the logs.
@@ -75,6 +91,13 @@ impl LearnedPlanner {
         }
         if meta.templates.is_empty() {
             return Err(PlannerError::Meta("no templates".into()));
+        }
+        if let Some(d) = meta.demos.iter().find(|d| d.class >= meta.templates.len()) {
+            return Err(PlannerError::Meta(format!(
+                "a demonstration names template {} of {}",
+                d.class,
+                meta.templates.len()
+            )));
         }
         if !(0.0..=1.0).contains(&meta.answer_threshold) {
             return Err(PlannerError::Meta(format!(
@@ -195,6 +218,7 @@ mod tests {
             ],
             answer_threshold: 0.5,
             keep_anchors: vec![],
+            demos: vec![],
             encoder: None,
             trained_on: 2,
             heldout_accuracy: None,

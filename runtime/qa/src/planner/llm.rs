@@ -112,18 +112,35 @@ pub fn plan(
     max_retries: usize,
     validate: &dyn Fn(&str) -> Result<(), String>,
 ) -> Result<LlmPlan, LlmPlanError> {
-    let mut messages = plan_messages(question, entities, relations);
+    plan_with(
+        backend,
+        plan_messages(question, entities, relations),
+        plan_constraint(),
+        max_retries,
+        &|reply| extract_query(reply).and_then(|q| validate(&q).map(|()| q)),
+    )
+}
+
+/// Asks `backend` with `messages` under `constraint`; `read` turns a reply
+/// into a query or the reason it cannot be used, which is shown to the LLM
+/// on the next of at most `max_retries` retries.
+pub fn plan_with(
+    backend: &dyn ChatBackend,
+    mut messages: Vec<crate::llm::Message>,
+    constraint: crate::llm::Constraint,
+    max_retries: usize,
+    read: &dyn Fn(&str) -> Result<String, String>,
+) -> Result<LlmPlan, LlmPlanError> {
     let mut rejected = Vec::new();
     for attempt in 1..=max_retries + 1 {
         let reply = backend.complete(&ChatRequest {
             messages: messages.clone(),
-            constraint: plan_constraint(),
+            constraint: constraint.clone(),
             max_tokens: MAX_PLAN_TOKENS,
             temperature: 0.0,
             purpose: "plan",
         })?;
-        let checked = extract_query(&reply).and_then(|q| validate(&q).map(|()| q));
-        match checked {
+        match read(&reply) {
             Ok(query) => {
                 return Ok(LlmPlan {
                     query,

@@ -6,12 +6,16 @@
 //! `train` (feature `train`).
 
 pub mod features;
+pub mod guided;
 pub mod learned;
 pub mod llm;
 pub mod template;
 #[cfg(feature = "train")]
 pub mod train;
 pub mod zeroshot;
+
+#[cfg(test)]
+mod fallback_tests;
 
 use kgbox_bundle::Kg;
 use serde::{Deserialize, Serialize};
@@ -38,6 +42,24 @@ pub enum PlannerKind {
     Local,
     /// Relation descriptions by embedding similarity (reported, not chosen).
     Zeroshot,
+    /// The learned planner, and the `llm` planner when it is unsure.
+    #[serde(rename = "learned+llm", alias = "learned+remote")]
+    LearnedLlm,
+    /// The learned planner, and the `local` planner when it is unsure.
+    #[serde(rename = "learned+local")]
+    LearnedLocal,
+}
+
+impl PlannerKind {
+    /// The chat model it may ask: [`PlannerKind::Llm`] (the OpenAI-compatible
+    /// endpoint) or [`PlannerKind::Local`] (the in-process model).
+    pub fn chat(self) -> Option<PlannerKind> {
+        match self {
+            PlannerKind::Llm | PlannerKind::LearnedLlm => Some(PlannerKind::Llm),
+            PlannerKind::Local | PlannerKind::LearnedLocal => Some(PlannerKind::Local),
+            PlannerKind::Learned | PlannerKind::Zeroshot => None,
+        }
+    }
 }
 
 impl std::fmt::Display for PlannerKind {
@@ -47,6 +69,8 @@ impl std::fmt::Display for PlannerKind {
             PlannerKind::Llm => "llm",
             PlannerKind::Local => "local",
             PlannerKind::Zeroshot => "zeroshot",
+            PlannerKind::LearnedLlm => "learned+llm",
+            PlannerKind::LearnedLocal => "learned+local",
         })
     }
 }
@@ -56,9 +80,13 @@ impl std::str::FromStr for PlannerKind {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "learned" => Ok(PlannerKind::Learned),
-            "llm" => Ok(PlannerKind::Llm),
+            "llm" | "remote" => Ok(PlannerKind::Llm),
             "local" => Ok(PlannerKind::Local),
-            other => Err(format!("unknown planner {other:?} (learned, llm or local)")),
+            "learned+llm" | "learned+remote" => Ok(PlannerKind::LearnedLlm),
+            "learned+local" => Ok(PlannerKind::LearnedLocal),
+            other => Err(format!(
+                "unknown planner {other:?} (learned, llm, local, learned+llm or learned+local)"
+            )),
         }
     }
 }
@@ -77,6 +105,14 @@ pub struct PlanInfo {
     /// The zero-shot match's cosine similarity.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub similarity: Option<f32>,
+    /// Whether the LLM was shown retrieved demonstrations and held to the
+    /// bundle's chain grammar ([`guided`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub guided: bool,
+    /// With `learned+llm` / `learned+local`: why the LLM was or was not
+    /// asked, or why its plan was not used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
 }
 
 /// What the planners may use: the bundle's planner sections, its sentence
@@ -103,7 +139,16 @@ pub struct PlanRequest<'a> {
     pub max_retries: usize,
     /// Relations listed to the LLM at most.
     pub max_relations: usize,
+    /// `learned+llm` / `learned+local`: the LLM is asked when the learned
+    /// planner's best template has a lower probability than this (1:
+    /// always).
+    pub fallback_below: f32,
 }
+
+/// The default of [`PlanRequest::fallback_below`].
+pub const DEFAULT_FALLBACK_BELOW: f32 = 0.8;
+/// Predictions shown in [`PlanInfo::alternatives`].
+const SHOWN_ALTERNATIVES: usize = 3;
 
 /// A planned query.
 #[derive(Debug, Clone)]
@@ -145,79 +190,204 @@ pub fn answer_threshold(learned: Option<&LearnedPlanner>) -> f32 {
 pub fn plan(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, PlanError> {
     match req.kind {
         PlannerKind::Learned | PlannerKind::Zeroshot => plan_learned(p, req),
-        PlannerKind::Llm | PlannerKind::Local => plan_llm(p, req),
+        PlannerKind::Llm | PlannerKind::Local => {
+            let preds = match (p.learned, req.topic) {
+                (Some(_), Some(_)) => predictions(p, req)?.0,
+                _ => Vec::new(),
+            };
+            plan_llm(p, req, &preds)
+        }
+        PlannerKind::LearnedLlm | PlannerKind::LearnedLocal => plan_with_fallback(p, req),
     }
+}
+
+/// The learned planner's predictions for the question, most likely first,
+/// and the masked question's embedding when the planner used one.
+fn predictions(
+    p: &Planners<'_, '_>,
+    req: &PlanRequest<'_>,
+) -> Result<(Vec<Prediction>, Option<Vec<f32>>), PlanError> {
+    let topic = req.topic.ok_or(PlanError::NoEntity)?;
+    let learned = p
+        .learned
+        .ok_or_else(|| PlanError::NoPlanner("the bundle has no learned planner".into()))?;
+    let masked = mask(req.question, topic.range);
+    let embedding = embed_masked(p, &masked, learned.spec().embed_dim > 0)?;
+    let x = features::featurize(
+        p.kg,
+        &masked,
+        topic.entity,
+        embedding.as_deref(),
+        learned.spec(),
+    );
+    Ok((learned.predict(&x), embedding))
+}
+
+fn embed_masked(
+    p: &Planners<'_, '_>,
+    masked: &str,
+    needed: bool,
+) -> Result<Option<Vec<f32>>, PlanError> {
+    if !needed {
+        return Ok(None);
+    }
+    let e = p.embedder.ok_or_else(|| {
+        PlanError::NoPlanner(
+            "the planner needs the bundle's sentence encoder, which is not loaded".into(),
+        )
+    })?;
+    Ok(e.embed(&[masked])
+        .map_err(PlanError::Embed)?
+        .into_iter()
+        .next())
 }
 
 /// The learned classifier, or without one the zero-shot matcher.
 fn plan_learned(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, PlanError> {
     let topic = req.topic.ok_or(PlanError::NoEntity)?;
+    if let Some(learned) = p.learned {
+        let (mut preds, embedding) = predictions(p, req)?;
+        preds.truncate(SHOWN_ALTERNATIVES);
+        let best = preds
+            .first()
+            .ok_or_else(|| PlanError::NoPlanner("the planner has no templates".into()))?;
+        return Ok(Planned {
+            planner: PlannerKind::Learned,
+            query: best.template.instantiate(&topic.name),
+            keep_anchors: learned.keeps_anchors(best.class),
+            info: PlanInfo {
+                alternatives: preds,
+                ..PlanInfo::default()
+            },
+            question_vec: embedding,
+        });
+    }
+    let Some(rv) = p.relvecs else {
+        return Err(PlanError::NoPlanner(
+            "the bundle has no learned planner and no relation vectors (pack it with --planner-examples, or with --embed for the zero-shot planner), and no LLM is configured".into(),
+        ));
+    };
     let masked = mask(req.question, topic.range);
-    let spec_dim = p.learned.map(|l| l.spec().embed_dim).unwrap_or(0);
-    let needs_embedding = spec_dim > 0 || (p.learned.is_none() && p.relvecs.is_some());
-    let embedding = if needs_embedding {
-        let e = p.embedder.ok_or_else(|| {
-            PlanError::NoPlanner(
-                "the planner needs the bundle's sentence encoder, which is not loaded".into(),
-            )
+    let e = embed_masked(p, &masked, true)?
+        .ok_or_else(|| PlanError::Embed("the encoder returned no vector".into()))?;
+    let (query, cos) = rv
+        .plan(p.kg, topic.entity, &topic.name, &e)
+        .ok_or_else(|| {
+            PlanError::NoPlanner(format!("{} has no relations to follow", topic.name))
         })?;
-        e.embed(&[masked.as_str()])
-            .map_err(PlanError::Embed)?
-            .into_iter()
-            .next()
-    } else {
-        None
-    };
-    let mut info = PlanInfo::default();
-    let (planner, query, keep_anchors) = match (p.learned, p.relvecs, &embedding) {
-        (Some(learned), _, _) => {
-            let x = features::featurize(
-                p.kg,
-                &masked,
-                topic.entity,
-                embedding.as_deref(),
-                learned.spec(),
-            );
-            let mut preds = learned.predict(&x);
-            preds.truncate(3);
-            let best = preds
-                .first()
-                .ok_or_else(|| PlanError::NoPlanner("the planner has no templates".into()))?;
-            let keep_anchors = learned.keeps_anchors(best.class);
-            let q = best.template.instantiate(&topic.name);
-            info.alternatives = preds;
-            (PlannerKind::Learned, q, keep_anchors)
-        }
-        (None, Some(rv), Some(e)) => {
-            let (q, cos) = rv.plan(p.kg, topic.entity, &topic.name, e).ok_or_else(|| {
-                PlanError::NoPlanner(format!("{} has no relations to follow", topic.name))
-            })?;
-            info.similarity = Some(cos);
-            (PlannerKind::Zeroshot, q, false)
-        }
-        _ => {
-            return Err(PlanError::NoPlanner(
-                "the bundle has no learned planner and no relation vectors (pack it with --planner-examples, or with --embed for the zero-shot planner), and no LLM is configured".into(),
-            ))
-        }
-    };
     Ok(Planned {
-        planner,
+        planner: PlannerKind::Zeroshot,
         query,
-        keep_anchors,
-        info,
-        question_vec: embedding,
+        keep_anchors: false,
+        info: PlanInfo {
+            similarity: Some(cos),
+            ..PlanInfo::default()
+        },
+        question_vec: Some(e),
     })
 }
 
-/// The `llm` or `local` planner: the chat model writes the query.
-fn plan_llm(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, PlanError> {
+/// `learned+llm` / `learned+local`: the learned plan when it is sure,
+/// otherwise the LLM's (shown the learned planner's likely templates); the
+/// learned plan again when the LLM fails.
+fn plan_with_fallback(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, PlanError> {
+    let Some(chat_kind) = req.kind.chat() else {
+        return plan_learned(p, req);
+    };
+    if p.learned.is_none() || req.topic.is_none() {
+        let llm_req = PlanRequest {
+            kind: chat_kind,
+            ..*req
+        };
+        return plan_llm(p, &llm_req, &[]);
+    }
+    let (preds, embedding) = predictions(p, req)?;
+    let mut learned = plan_learned(p, req)?;
+    let best = preds.first().map_or(0.0, |b| b.probability);
+    // 1 means "always ask": a probability that rounds to 1 does not count.
+    if req.fallback_below < 1.0 && best >= req.fallback_below {
+        learned.info.fallback = Some(format!(
+            "learned planner sure (p {best:.2} >= {:.2})",
+            req.fallback_below
+        ));
+        return Ok(learned);
+    }
+    let llm_req = PlanRequest {
+        kind: chat_kind,
+        ..*req
+    };
+    match plan_llm(p, &llm_req, &preds) {
+        Ok(mut planned) => {
+            planned.info.fallback = Some(format!(
+                "learned planner unsure (p {best:.2} < {:.2}); asked {chat_kind}",
+                req.fallback_below
+            ));
+            planned.info.alternatives = learned.info.alternatives;
+            planned.question_vec = embedding;
+            Ok(planned)
+        }
+        Err(e) => {
+            learned.info.fallback = Some(format!(
+                "learned planner unsure (p {best:.2}); {chat_kind} failed, kept the learned plan: {e}"
+            ));
+            Ok(learned)
+        }
+    }
+}
+
+/// The `llm` or `local` planner: the chat model writes the query, guided by
+/// the learned planner's `preds` when the bundle has demonstrations.
+fn plan_llm(
+    p: &Planners<'_, '_>,
+    req: &PlanRequest<'_>,
+    preds: &[Prediction],
+) -> Result<Planned, PlanError> {
     let chat = p.chat.ok_or_else(|| {
         PlanError::NoPlanner(format!(
             "the {} planner needs an LLM: set llm.mode and llm.endpoint (or llm.local_model)",
             req.kind
         ))
     })?;
+    let kind = req.kind.chat().unwrap_or(req.kind);
+    let topics: Vec<String> = req.linked.iter().map(|l| l.name.clone()).collect();
+    let guide = p
+        .learned
+        .and_then(|l| Some((l, guided::Guide::new(l, preds, req.question, topics)?)));
+    if let Some((learned, guide)) = guide {
+        let read = |reply: &str| -> Result<String, String> {
+            let (topic, path) = guide.read(reply)?;
+            let q = guided::chain_query(&topic, &path);
+            llm::validate(p.kg, &q).map(|()| q)
+        };
+        let planned = llm::plan_with(
+            chat,
+            guide.messages(req.question),
+            guide.constraint(),
+            req.max_retries,
+            &read,
+        )?;
+        // A chain that is one of the templates keeps its anchor policy.
+        let keep_anchors = preds
+            .iter()
+            .find(|pr| {
+                req.topic
+                    .is_some_and(|t| pr.template.instantiate(&t.name) == planned.query)
+            })
+            .is_some_and(|pr| learned.keeps_anchors(pr.class));
+        return Ok(Planned {
+            planner: kind,
+            query: planned.query,
+            keep_anchors,
+            info: PlanInfo {
+                alternatives: preds.iter().take(SHOWN_ALTERNATIVES).cloned().collect(),
+                attempts: Some(planned.attempts),
+                rejected: planned.rejected,
+                guided: true,
+                ..PlanInfo::default()
+            },
+            question_vec: None,
+        });
+    }
     let entities: Vec<EntityInfo> = req
         .linked
         .iter()
@@ -236,7 +406,7 @@ fn plan_llm(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, Plan
         &|q| llm::validate(p.kg, q),
     )?;
     Ok(Planned {
-        planner: req.kind,
+        planner: kind,
         query: planned.query,
         keep_anchors: false,
         info: PlanInfo {

@@ -104,6 +104,29 @@ impl Template {
             .collect()
     }
 
+    /// The relations of a plain chain template (`{topic} -> r1 -> r2`), in
+    /// order; `None` for templates with `AND`, `OR` or `NOT`.
+    pub fn chain(&self) -> Option<Vec<&str>> {
+        let rest = self.0.strip_prefix(SLOT)?;
+        let mut out = Vec::new();
+        for part in rest.split("->").skip(1) {
+            let r = part.trim();
+            if r.is_empty() || r.contains(|c: char| c.is_whitespace() || "(),\"".contains(c)) {
+                return None;
+            }
+            out.push(r);
+        }
+        if rest
+            .split("->")
+            .next()
+            .is_some_and(|head| !head.trim().is_empty())
+            || out.is_empty()
+        {
+            return None;
+        }
+        Some(out)
+    }
+
     /// Projections in the template (hops along its longest chain are at most this).
     pub fn hops(&self) -> usize {
         self.0.matches("->").count()
@@ -128,6 +151,13 @@ mod tests {
         assert_eq!(t2, t);
         assert_eq!(e2, EntityRef::Name("Say \"Hi\"".into()));
         assert_eq!(t.relations(), vec!["directed_by", "directed_by_inv"]);
+        assert_eq!(t.chain(), Some(vec!["directed_by", "directed_by_inv"]));
+        assert_eq!(
+            Template("{topic} -> r -> s".into()).chain(),
+            Some(vec!["r", "s"])
+        );
+        assert_eq!(Template("AND({topic} -> r, x -> s)".into()).chain(), None);
+        assert_eq!(Template("{topic}".into()).chain(), None);
         assert_eq!(t.hops(), 2);
     }
 

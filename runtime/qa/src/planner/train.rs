@@ -16,9 +16,9 @@ use kgbox_query::link::{link_text, LinkOptions};
 use kgbox_query::{parse, Query};
 
 use super::features::{embed_all, featurize, FeatureSpec, Features};
-use super::learned::{softmax, LearnedPlanner, PlannerMeta, DEFAULT_THRESHOLD, FORMAT};
+use super::learned::{softmax, Demo, LearnedPlanner, PlannerMeta, DEFAULT_THRESHOLD, FORMAT};
 use super::template::Template;
-use crate::question::{mask, mention_range};
+use crate::question::{mask, mention_range, MASK};
 use crate::Embedder;
 
 /// One line of an examples file.
@@ -311,6 +311,45 @@ fn argmax(w: &[f32], x: &Features, classes: usize, dim: usize) -> usize {
 
 /// Trains a planner on prepared examples. `progress(stage, done, total)`
 /// reports embedding and fitting.
+/// Demonstrations kept per template for LLM planners.
+pub const DEMOS_PER_TEMPLATE: usize = 3;
+
+/// Up to [`DEMOS_PER_TEMPLATE`] examples of each class with distinct masked
+/// questions, spread over the file (example files are often sorted).
+fn demos(kg: &Kg<'_>, prepared: &[Prepared], ys: &[usize], classes: usize) -> Vec<Demo> {
+    let mut by_class: Vec<Vec<usize>> = vec![Vec::new(); classes];
+    for (i, &y) in ys.iter().enumerate() {
+        if let Some(v) = by_class.get_mut(y) {
+            v.push(i);
+        }
+    }
+    let mut out = Vec::new();
+    for (class, members) in by_class.iter().enumerate() {
+        let mut seen: Vec<&str> = Vec::new();
+        // Evenly spaced starting points, then the next unseen masked question.
+        let stride = (members.len() / DEMOS_PER_TEMPLATE).max(1);
+        for &i in members.iter().step_by(stride).chain(members.iter()) {
+            if seen.len() == DEMOS_PER_TEMPLATE {
+                break;
+            }
+            let Some(p) = prepared.get(i) else { continue };
+            if seen.contains(&p.masked.as_str()) {
+                continue;
+            }
+            let Some(name) = kg.entity_name(p.entity) else {
+                continue;
+            };
+            seen.push(&p.masked);
+            out.push(Demo {
+                class,
+                question: p.masked.replacen(MASK, &format!("[{name}]"), 1),
+                topic: name.to_string(),
+            });
+        }
+    }
+    out
+}
+
 pub fn train(
     kg: &Kg<'_>,
     prepared: &[Prepared],
@@ -410,6 +449,7 @@ pub fn train(
         templates,
         answer_threshold: DEFAULT_THRESHOLD,
         keep_anchors: Vec::new(),
+        demos: demos(kg, prepared, &ys, classes),
         encoder: encoder_name.map(String::from),
         trained_on: prepared.len(),
         heldout_accuracy,

@@ -285,7 +285,7 @@ pub(crate) struct FirstQuery {
 pub(crate) fn after_query(q: &FallThrough<'_, '_>, found: &Answers, first: FirstQuery) -> Outcome {
     let so = q.opts;
     let linked = q.linked;
-    let llm_planned = matches!(q.planner, PlannerKind::Llm | PlannerKind::Local);
+    let llm_planned = q.planner.chat().is_some();
     let (Some(chat), true, true) = (q.chat, llm_planned, so.enabled) else {
         return Outcome::default();
     };

@@ -86,7 +86,7 @@ pub struct EvalQaArgs {
     /// Final answers per question at most (the predicted set for F1).
     #[arg(long, default_value_t = 1000)]
     pub top_k: usize,
-    /// learned, llm or local (default: planner.kind).
+    /// learned, llm, local, learned+llm or learned+local (default: planner.kind).
     #[arg(long)]
     pub planner: Option<PlannerKind>,
     /// One JSON object on the last line.

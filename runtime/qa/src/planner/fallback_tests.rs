@@ -1,0 +1,236 @@
+//! `learned+llm`: the learned plan when it is sure, the guided LLM's when it
+//! is not, and the learned plan again when the LLM fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Mutex;
+
+use kgbox_query::link::Method;
+
+use super::features::FeatureSpec;
+use super::learned::{Demo, LearnedPlanner, PlannerMeta, FORMAT};
+use super::template::Template;
+use super::{plan, PlanRequest, Planned, PlannerKind, Planners};
+use crate::llm::{ChatBackend, ChatRequest, Constraint, LlmError};
+use crate::question::{LinkedEntity, Topic};
+use crate::rerank::test_graph::graph;
+
+const FILMS: &[(&str, &str, &str)] = &[
+    ("Alien", "directed_by", "Ridley Scott"),
+    ("Alien", "release_year", "1979"),
+    ("Blade Runner", "directed_by", "Ridley Scott"),
+    ("Blade Runner", "release_year", "1982"),
+];
+const QUESTION: &str = "when did [Blade Runner] come out";
+
+type Reply = dyn Fn(&ChatRequest) -> Result<String, LlmError> + Send + Sync;
+
+struct Scripted {
+    reply: Box<Reply>,
+    calls: Mutex<Vec<ChatRequest>>,
+}
+
+impl Scripted {
+    fn new(
+        reply: impl Fn(&ChatRequest) -> Result<String, LlmError> + Send + Sync + 'static,
+    ) -> Self {
+        Scripted {
+            reply: Box::new(reply),
+            calls: Mutex::new(Vec::new()),
+        }
+    }
+    fn calls(&self) -> Vec<ChatRequest> {
+        self.calls.lock().expect("lock").clone()
+    }
+}
+
+impl ChatBackend for Scripted {
+    fn complete(&self, req: &ChatRequest) -> Result<String, LlmError> {
+        self.calls.lock().expect("lock").push(req.clone());
+        (self.reply)(req)
+    }
+    fn endpoint(&self) -> String {
+        "scripted".into()
+    }
+}
+
+/// Two chain templates; `bias` is added to class 0 (directed_by), so its
+/// probability is σ(bias) with every feature weight zero.
+fn planner(bias: f32) -> LearnedPlanner {
+    let spec = FeatureSpec {
+        embed_dim: 0,
+        ngram_buckets: 4,
+        signature_buckets: 2,
+    };
+    let dim = spec.dim();
+    let mut weights = vec![0.0; 2 * (dim + 1)];
+    weights[dim] = bias;
+    let meta = PlannerMeta {
+        format: FORMAT,
+        features: spec,
+        templates: vec![
+            Template("{topic} -> directed_by".into()),
+            Template("{topic} -> release_year".into()),
+        ],
+        answer_threshold: 0.5,
+        keep_anchors: vec![],
+        demos: vec![
+            Demo {
+                class: 0,
+                question: "who directed [Alien]".into(),
+                topic: "Alien".into(),
+            },
+            Demo {
+                class: 1,
+                question: "when was [Alien] released".into(),
+                topic: "Alien".into(),
+            },
+        ],
+        encoder: None,
+        trained_on: 2,
+        heldout_accuracy: None,
+    };
+    LearnedPlanner::new(meta, weights).expect("valid")
+}
+
+fn run(kind: PlannerKind, bias: f32, chat: &Scripted) -> Planned {
+    graph(FILMS, |kg| {
+        let entity = kg.entity_id("Blade Runner").expect("entity");
+        let start = QUESTION.find('[').expect("bracket");
+        let end = QUESTION.find(']').expect("bracket") + 1;
+        let topic = Topic {
+            entity,
+            name: "Blade Runner".into(),
+            mention: "Blade Runner".into(),
+            range: (start, end),
+            probability: 1.0,
+            method: Method::Exact,
+        };
+        let linked = [LinkedEntity {
+            mention: "Blade Runner".into(),
+            entity,
+            name: "Blade Runner".into(),
+            probability: 1.0,
+            method: Method::Exact,
+        }];
+        let learned = planner(bias);
+        let planners = Planners {
+            kg,
+            learned: Some(&learned),
+            relvecs: None,
+            embedder: None,
+            chat: Some(chat),
+        };
+        let req = PlanRequest {
+            kind,
+            question: QUESTION,
+            topic: Some(&topic),
+            linked: &linked,
+            max_retries: 1,
+            max_relations: 300,
+            fallback_below: 0.8,
+        };
+        plan(&planners, &req).expect("a plan")
+    })
+}
+
+fn release_year(_: &ChatRequest) -> Result<String, LlmError> {
+    Ok(r#"{"topic": "Blade Runner", "path": ["release_year"]}"#.into())
+}
+
+#[test]
+fn a_sure_learned_planner_does_not_call_the_llm() {
+    let chat = Scripted::new(release_year);
+    let p = run(PlannerKind::LearnedLlm, 5.0, &chat);
+    assert_eq!(p.planner, PlannerKind::Learned);
+    assert_eq!(p.query, "\"Blade Runner\" -> directed_by");
+    assert!(chat.calls().is_empty());
+    assert!(p.info.fallback.as_deref().unwrap_or("").contains("sure"));
+}
+
+#[test]
+fn an_unsure_learned_planner_asks_the_guided_llm() {
+    let chat = Scripted::new(release_year);
+    let p = run(PlannerKind::LearnedLlm, 0.5, &chat);
+    assert_eq!(p.planner, PlannerKind::Llm);
+    assert_eq!(p.query, "\"Blade Runner\" -> release_year");
+    assert!(p.info.guided);
+    assert_eq!(
+        p.info.alternatives.len(),
+        2,
+        "the learned alternatives are kept"
+    );
+    let calls = chat.calls();
+    assert_eq!(calls.len(), 1);
+    // Both templates' demonstrations, the more likely one last, then the question.
+    let texts: Vec<&str> = calls[0]
+        .messages
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect();
+    assert!(
+        texts[0].contains("Question: when was [Alien] released"),
+        "{texts:?}"
+    );
+    assert!(
+        texts[2].ends_with("Question: who directed [Alien]"),
+        "{texts:?}"
+    );
+    assert_eq!(
+        texts.last(),
+        Some(&format!("Question: {QUESTION}").as_str())
+    );
+    match &calls[0].constraint {
+        Constraint::JsonSchema { schema, .. } => {
+            assert_eq!(schema["properties"]["topic"]["enum"][0], "Blade Runner");
+        }
+        Constraint::None => panic!("the reply is constrained"),
+    }
+    // `local` alone is guided too.
+    let chat = Scripted::new(release_year);
+    let p = run(PlannerKind::Local, 0.5, &chat);
+    assert_eq!(
+        (p.planner, p.query.as_str(), p.info.guided),
+        (PlannerKind::Local, "\"Blade Runner\" -> release_year", true)
+    );
+    // A sure planner leaves the model its template's relations only.
+    let chat =
+        Scripted::new(|_| Ok(r#"{"topic": "Blade Runner", "path": ["directed_by"]}"#.into()));
+    let p = run(PlannerKind::Local, 5.0, &chat);
+    assert_eq!(p.query, "\"Blade Runner\" -> directed_by");
+    match &chat.calls()[0].constraint {
+        Constraint::JsonSchema { schema, .. } => {
+            assert_eq!(
+                schema["properties"]["path"]["items"]["enum"],
+                serde_json::json!(["directed_by"])
+            );
+        }
+        Constraint::None => panic!("the reply is constrained"),
+    }
+}
+
+#[test]
+fn a_failing_llm_leaves_the_learned_plan() {
+    let timeout = Scripted::new(|_| {
+        Err(LlmError::Transport {
+            endpoint: "scripted".into(),
+            message: "timed out after 5000 ms".into(),
+        })
+    });
+    let p = run(PlannerKind::LearnedLlm, 0.5, &timeout);
+    assert_eq!(p.planner, PlannerKind::Learned);
+    assert_eq!(p.query, "\"Blade Runner\" -> directed_by");
+    let why = p.info.fallback.unwrap_or_default();
+    assert!(why.contains("failed") && why.contains("timed out"), "{why}");
+
+    // Malformed replies, and a relation outside the shortlist, on every try.
+    for reply in [
+        "sure! the answer is 1982",
+        r#"{"topic": "Blade Runner", "path": ["born_in"]}"#,
+    ] {
+        let chat = Scripted::new(move |_| Ok(reply.to_string()));
+        let p = run(PlannerKind::LearnedLlm, 0.5, &chat);
+        assert_eq!(p.planner, PlannerKind::Learned, "{reply}");
+        assert_eq!(chat.calls().len(), 2, "one retry");
+        assert!(p.info.fallback.unwrap_or_default().contains("failed"));
+    }
+}
