@@ -42,13 +42,6 @@ const PHRASINGS: [(&str, [&str; 4]); 3] = [
     ),
 ];
 
-/// Held out of training: (question, expected answer, expected query).
-struct Probe {
-    question: String,
-    answer: String,
-    query: String,
-}
-
 struct Fixture {
     dir: tempfile::TempDir,
     keys: Keys,
@@ -61,32 +54,8 @@ struct Fixture {
 fn learned_bundle() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let keys = Keys::new(dir.path(), "qa", 31);
-    let mut examples = String::from("# question<TAB>DSL<TAB>answers\n");
-    let mut probes = Vec::new();
-    for (relation, phrasings) in PHRASINGS {
-        let facts = demo_facts(relation, &['"', '[']);
-        assert!(facts.len() > 30, "{relation}: {} facts", facts.len());
-        for (i, (movie, answer)) in facts.iter().take(24).enumerate() {
-            let q = phrasings[i % 4].replace('M', movie);
-            examples.push_str(&format!("{q}\t\"{movie}\" -> {relation}\t{answer}\n"));
-        }
-        for (i, (movie, answer)) in facts.iter().skip(24).take(4).enumerate() {
-            probes.push(Probe {
-                question: phrasings[i].replace('M', movie),
-                answer: answer.clone(),
-                query: format!("\"{movie}\" -> {relation}"),
-            });
-        }
-    }
-    let ex = dir.path().join("examples.tsv");
-    std::fs::write(&ex, examples).unwrap();
-    let bundle = dir.path().join("qa.kgb");
-    pack_demo(
-        "qa-demo",
-        &keys,
-        &bundle,
-        &["--planner-examples", ex.to_str().unwrap()],
-    );
+    let phrasings: Vec<(&str, &[&str])> = PHRASINGS.iter().map(|(r, p)| (*r, &p[..])).collect();
+    let (bundle, probes) = learned_demo_bundle(dir.path(), &keys, "qa-demo", &phrasings, 4);
     Fixture {
         dir,
         keys,

@@ -13,7 +13,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kgbox_testkit::openai_server::FakeLlm;
-use kgbox_testkit::{free_port, leaked, pack_demo, test_gguf, triple_forms, Device, Keys};
+use kgbox_testkit::{
+    free_port, leaked, learned_demo_bundle, test_gguf, triple_forms, Device, Keys,
+};
 use serde_json::json;
 
 /// Phrasings per relation of the planner examples (`M`: the movie).
@@ -110,32 +112,12 @@ struct Fixture {
 fn bundle() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let keys = Keys::new(dir.path(), "llm", 37);
-    let mut examples = String::from("# question<TAB>DSL<TAB>answers\n");
-    let mut probes = Vec::new();
-    for (relation, phrasings) in PHRASINGS {
-        let facts = kgbox_testkit::demo_facts(relation, &['"', '[']);
-        for (i, (movie, answer)) in facts.iter().take(24).enumerate() {
-            let q = phrasings[i % 4].replace('M', movie);
-            examples.push_str(&format!("{q}\t\"{movie}\" -> {relation}\t{answer}\n"));
-        }
-        for (i, (movie, answer)) in facts.iter().skip(24).take(2).enumerate() {
-            probes.push((phrasings[i].replace('M', movie), answer.clone()));
-        }
-    }
-    let ex = dir.path().join("examples.tsv");
-    std::fs::write(&ex, examples).unwrap();
-    let bundle = dir.path().join("llm.kgb");
-    pack_demo(
-        "llm-demo",
-        &keys,
-        &bundle,
-        &["--planner-examples", ex.to_str().unwrap()],
-    );
+    let (bundle, probes) = learned_demo_bundle(dir.path(), &keys, "llm-demo", PHRASINGS, 2);
     Fixture {
         dir,
         keys,
         bundle,
-        probes,
+        probes: probes.into_iter().map(|p| (p.question, p.answer)).collect(),
     }
 }
 

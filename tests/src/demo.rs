@@ -37,6 +37,54 @@ pub fn demo_facts(relation: &str, forbidden: &[char]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A question held out of a learned planner's examples.
+pub struct Probe {
+    pub question: String,
+    pub answer: String,
+    /// The query that answers it.
+    pub query: String,
+}
+
+/// Packs the demo KB as `name` into `dir` with a learned planner trained on
+/// `phrasings` (per relation, four phrasings with `M` for the movie) about
+/// the first 24 movies of each relation; `probes` later movies per relation
+/// are held out. The bundle's path and the probes.
+pub fn learned_demo_bundle(
+    dir: &Path,
+    keys: &Keys,
+    name: &str,
+    phrasings: &[(&str, &[&str])],
+    probes: usize,
+) -> (PathBuf, Vec<Probe>) {
+    let mut examples = String::from("# question<TAB>DSL<TAB>answers\n");
+    let mut held = Vec::new();
+    for (relation, phrasings) in phrasings {
+        let facts = demo_facts(relation, &['"', '[']);
+        assert!(
+            facts.len() >= 24 + probes,
+            "{relation}: {} facts",
+            facts.len()
+        );
+        for (i, (movie, answer)) in facts.iter().take(24).enumerate() {
+            let q = phrasings[i % phrasings.len()].replace('M', movie);
+            examples.push_str(&format!("{q}\t\"{movie}\" -> {relation}\t{answer}\n"));
+        }
+        for (i, (movie, answer)) in facts.iter().skip(24).take(probes).enumerate() {
+            held.push(Probe {
+                question: phrasings[i % phrasings.len()].replace('M', movie),
+                answer: answer.clone(),
+                query: format!("\"{movie}\" -> {relation}"),
+            });
+        }
+    }
+    let ex = dir.join(format!("{name}-examples.tsv"));
+    std::fs::write(&ex, examples).unwrap();
+    let bundle = dir.join(format!("{name}.kgb"));
+    let ex = ex.to_str().expect("a UTF-8 path");
+    pack_demo(name, keys, &bundle, &["--planner-examples", ex]);
+    (bundle, held)
+}
+
 /// A device config whose planner is the LLM at `endpoint`.
 pub struct LlmConfig<'a> {
     /// `llm.mode`: `local` or `remote`.

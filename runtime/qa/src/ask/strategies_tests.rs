@@ -11,7 +11,8 @@ use kgbox_query::{Answers, ParseLimits, QueryError};
 
 use super::ask;
 use crate::arbitrate::Arbitration;
-use crate::llm::{ChatBackend, ChatRequest, LlmError};
+use crate::llm::scripted::Scripted;
+use crate::llm::{ChatRequest, LlmError};
 use crate::pipeline::{AskOptions, AskResult, Context, ExecSpec, PlannerKind, Stages};
 use crate::rerank::test_graph::graph;
 use crate::strategies::{StrategyName, StrategyReport};
@@ -24,55 +25,6 @@ const FILMS: &[(&str, &str, &str)] = &[
     ("Philip K. Dick", "born_in", "Chicago"),
     ("Alien", "has_genre", "Horror"),
 ];
-
-type Script = dyn Fn(&ChatRequest) -> Result<String, LlmError> + Send + Sync;
-
-/// Replies by purpose; records every request.
-struct Scripted {
-    reply: Box<Script>,
-    calls: Mutex<Vec<ChatRequest>>,
-}
-
-impl Scripted {
-    fn new(
-        reply: impl Fn(&ChatRequest) -> Result<String, LlmError> + Send + Sync + 'static,
-    ) -> Self {
-        Scripted {
-            reply: Box::new(reply),
-            calls: Mutex::new(Vec::new()),
-        }
-    }
-
-    fn purposes(&self) -> Vec<&'static str> {
-        self.calls
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|c| c.purpose)
-            .collect()
-    }
-
-    /// Every message text sent.
-    fn sent(&self) -> String {
-        self.calls
-            .lock()
-            .unwrap()
-            .iter()
-            .flat_map(|c| c.messages.iter().map(|m| m.content.clone()))
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-}
-
-impl ChatBackend for Scripted {
-    fn complete(&self, req: &ChatRequest) -> Result<String, LlmError> {
-        self.calls.lock().unwrap().push(req.clone());
-        (self.reply)(req)
-    }
-    fn endpoint(&self) -> String {
-        "scripted".into()
-    }
-}
 
 fn user_text(req: &ChatRequest) -> String {
     req.messages

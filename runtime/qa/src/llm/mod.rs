@@ -9,6 +9,8 @@ pub mod gbnf;
 pub mod local;
 pub mod openai;
 pub mod policy;
+#[cfg(test)]
+pub(crate) mod scripted;
 
 use serde::{Deserialize, Serialize};
 

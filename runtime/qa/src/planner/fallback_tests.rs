@@ -2,15 +2,14 @@
 //! is not, and the learned plan again when the LLM fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Mutex;
-
 use kgbox_query::link::Method;
 
 use super::features::FeatureSpec;
 use super::learned::{Demo, LearnedPlanner, PlannerMeta, FORMAT};
 use super::template::Template;
 use super::{plan, PlanRequest, Planned, PlannerKind, Planners};
-use crate::llm::{ChatBackend, ChatRequest, Constraint, LlmError};
+use crate::llm::scripted::Scripted;
+use crate::llm::{ChatRequest, Constraint, LlmError};
 use crate::question::{LinkedEntity, Topic};
 use crate::rerank::test_graph::graph;
 
@@ -21,37 +20,6 @@ const FILMS: &[(&str, &str, &str)] = &[
     ("Blade Runner", "release_year", "1982"),
 ];
 const QUESTION: &str = "when did [Blade Runner] come out";
-
-type Reply = dyn Fn(&ChatRequest) -> Result<String, LlmError> + Send + Sync;
-
-struct Scripted {
-    reply: Box<Reply>,
-    calls: Mutex<Vec<ChatRequest>>,
-}
-
-impl Scripted {
-    fn new(
-        reply: impl Fn(&ChatRequest) -> Result<String, LlmError> + Send + Sync + 'static,
-    ) -> Self {
-        Scripted {
-            reply: Box::new(reply),
-            calls: Mutex::new(Vec::new()),
-        }
-    }
-    fn calls(&self) -> Vec<ChatRequest> {
-        self.calls.lock().expect("lock").clone()
-    }
-}
-
-impl ChatBackend for Scripted {
-    fn complete(&self, req: &ChatRequest) -> Result<String, LlmError> {
-        self.calls.lock().expect("lock").push(req.clone());
-        (self.reply)(req)
-    }
-    fn endpoint(&self) -> String {
-        "scripted".into()
-    }
-}
 
 /// Two chain templates; `bias` is added to class 0 (directed_by), so its
 /// probability is σ(bias) with every feature weight zero.
