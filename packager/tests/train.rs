@@ -121,7 +121,7 @@ fn trains_packs_records_and_resumes() {
         "{err}"
     );
     assert!(
-        err.contains("fusion: "),
+        err.contains("fusion ("),
         "the fusion is fitted and reported: {err}"
     );
 
