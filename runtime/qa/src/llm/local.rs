@@ -358,7 +358,6 @@ fn chatml(messages: &[Message]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn system_messages_go_into_the_first_user_message() {
