@@ -297,11 +297,7 @@ fn llm_planner_with_retry_arbitration_audit_and_no_triples_leaving() {
     assert_eq!(leaked(&bodies, &forms), Vec::<String>::new());
 
     // Each call is in the audit log, before and after, with its bytes.
-    let log = std::fs::read_to_string(&audit).unwrap();
-    let lines: Vec<serde_json::Value> = log
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (log, lines) = read_jsonl(&audit);
     let requests: Vec<&serde_json::Value> =
         lines.iter().filter(|l| l["event"] == "request").collect();
     assert_eq!(requests.len(), 3, "{log}");

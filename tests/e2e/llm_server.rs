@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use kgbox_testkit::openai_server::FakeLlm;
 use kgbox_testkit::{
-    free_port, leaked, learned_demo_bundle, test_gguf, triple_forms, Device, Keys,
+    free_port, leaked, learned_demo_bundle, read_jsonl, test_gguf, triple_forms, Device, Keys,
 };
 use serde_json::json;
 
@@ -161,11 +161,7 @@ fn llm_planner_against_llama_cpp_server_with_audit_and_no_triples_leaving() {
 
     // Every call was audited (request and response, plan and arbitrate),
     // and no request carried a triple of the graph.
-    let log = std::fs::read_to_string(&audit).unwrap();
-    let lines: Vec<serde_json::Value> = log
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (log, lines) = read_jsonl(&audit);
     let requests: Vec<&serde_json::Value> =
         lines.iter().filter(|l| l["event"] == "request").collect();
     assert!(requests.len() >= 2 * f.probes.len(), "{log}");

@@ -469,6 +469,16 @@ pub fn test_gguf() -> Option<PathBuf> {
     ggufs.into_iter().next()
 }
 
+/// A JSON-lines file (e.g. the LLM audit log): its text and its lines parsed.
+pub fn read_jsonl(path: &Path) -> (String, Vec<serde_json::Value>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let lines = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (text, lines)
+}
+
 /// Every triple of the demo KB in the forms a prompt could carry it, for
 /// checking that none leaves the box.
 pub fn triple_forms() -> Vec<String> {
