@@ -411,8 +411,8 @@ fn local_planner_when_built_with_the_feature_and_a_model() {
     }
 }
 
-/// A device serving the demo whose LLM planner always writes `query`, with
-/// `planner_extra` in `[planner]`.
+/// A device serving the demo KB (no learned planner) whose LLM planner
+/// always writes `query`, with `planner_extra` in `[planner]`.
 fn fixed_llm_device(query: &str, planner_extra: &str) -> (FakeLlm, Device, tempfile::TempDir) {
     let query = query.to_string();
     let llm = FakeLlm::start(move |body| {
@@ -434,7 +434,13 @@ fn fixed_llm_device(query: &str, planner_extra: &str) -> (FakeLlm, Device, tempf
         planner: planner_extra,
         llm: "arbitrate = false",
     };
-    let device = Device::new(&[], &config.toml());
+    // The demo KB without planner examples: the LLM writes free DSL (the
+    // guided planner would only offer chains).
+    let keys = Keys::new(dir.path(), "free", 41);
+    let bundle = dir.path().join("free.kgb");
+    pack_demo("free-demo", &keys, &bundle, &[]);
+    let device = Device::new(&[&keys.public], &config.toml());
+    device.install_ok(&bundle);
     (llm, device, dir)
 }
 

@@ -242,25 +242,34 @@ fn embed_masked(
         .next())
 }
 
+/// The learned planner's plan from its predictions (most likely first).
+fn learned_plan(
+    learned: &LearnedPlanner,
+    topic: &Topic,
+    preds: &[Prediction],
+    embedding: Option<Vec<f32>>,
+) -> Result<Planned, PlanError> {
+    let best = preds
+        .first()
+        .ok_or_else(|| PlanError::NoPlanner("the planner has no templates".into()))?;
+    Ok(Planned {
+        planner: PlannerKind::Learned,
+        query: best.template.instantiate(&topic.name),
+        keep_anchors: learned.keeps_anchors(best.class),
+        info: PlanInfo {
+            alternatives: preds.iter().take(SHOWN_ALTERNATIVES).cloned().collect(),
+            ..PlanInfo::default()
+        },
+        question_vec: embedding,
+    })
+}
+
 /// The learned classifier, or without one the zero-shot matcher.
 fn plan_learned(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, PlanError> {
     let topic = req.topic.ok_or(PlanError::NoEntity)?;
     if let Some(learned) = p.learned {
-        let (mut preds, embedding) = predictions(p, req)?;
-        preds.truncate(SHOWN_ALTERNATIVES);
-        let best = preds
-            .first()
-            .ok_or_else(|| PlanError::NoPlanner("the planner has no templates".into()))?;
-        return Ok(Planned {
-            planner: PlannerKind::Learned,
-            query: best.template.instantiate(&topic.name),
-            keep_anchors: learned.keeps_anchors(best.class),
-            info: PlanInfo {
-                alternatives: preds,
-                ..PlanInfo::default()
-            },
-            question_vec: embedding,
-        });
+        let (preds, embedding) = predictions(p, req)?;
+        return learned_plan(learned, topic, &preds, embedding);
     }
     let Some(rv) = p.relvecs else {
         return Err(PlanError::NoPlanner(
@@ -294,15 +303,15 @@ fn plan_with_fallback(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Pla
     let Some(chat_kind) = req.kind.chat() else {
         return plan_learned(p, req);
     };
-    if p.learned.is_none() || req.topic.is_none() {
+    let (Some(model), Some(topic)) = (p.learned, req.topic) else {
         let llm_req = PlanRequest {
             kind: chat_kind,
             ..*req
         };
         return plan_llm(p, &llm_req, &[]);
-    }
+    };
     let (preds, embedding) = predictions(p, req)?;
-    let mut learned = plan_learned(p, req)?;
+    let mut learned = learned_plan(model, topic, &preds, embedding.clone())?;
     let best = preds.first().map_or(0.0, |b| b.probability);
     // 1 means "always ask": a probability that rounds to 1 does not count.
     if req.fallback_below < 1.0 && best >= req.fallback_below {
