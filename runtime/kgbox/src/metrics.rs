@@ -151,6 +151,45 @@ impl StrategyCounters {
     }
 }
 
+/// Which planner wrote each question's query, by the planner asked for
+/// (`kgbox_plans_total`): with `learned+llm` / `learned+local` it shows how
+/// often the LLM was used and how often the learned plan stood.
+#[derive(Default)]
+pub struct PlanCounters {
+    /// (asked for, wrote the query) to questions.
+    by: Mutex<BTreeMap<(String, String), u64>>,
+}
+
+impl PlanCounters {
+    /// Counts one answered question.
+    pub fn record(&self, asked: kgbox_qa::PlannerKind, result: &kgbox_qa::AskResult) {
+        if let Ok(mut by) = self.by.lock() {
+            *by.entry((asked.to_string(), result.planner.to_string()))
+                .or_default() += 1;
+        }
+    }
+
+    /// Appends the counter to `out` (the learned planner's row always).
+    pub fn render(&self, out: &mut String) {
+        let mut by = self.by.lock().map(|b| b.clone()).unwrap_or_default();
+        by.entry(("learned".into(), "learned".into())).or_default();
+        out.push_str("# HELP kgbox_plans_total Questions planned, by the planner asked for and the planner whose query ran.
+");
+        out.push_str(
+            "# TYPE kgbox_plans_total counter
+",
+        );
+        for ((asked, wrote), n) in by {
+            let _ = writeln!(
+                out,
+                "kgbox_plans_total{{asked=\"{}\",planner=\"{}\"}} {n}",
+                escape(&asked),
+                escape(&wrote)
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,5 +208,16 @@ mod tests {
             );
         }
         assert!(out.contains("# TYPE kgbox_retrieval_strategy_answers_total counter"));
+    }
+
+    #[test]
+    fn plan_counters_start_with_the_learned_row() {
+        let mut out = String::new();
+        PlanCounters::default().render(&mut out);
+        assert!(out.contains("# TYPE kgbox_plans_total counter"), "{out}");
+        assert!(
+            out.contains("kgbox_plans_total{asked=\"learned\",planner=\"learned\"} 0"),
+            "{out}"
+        );
     }
 }

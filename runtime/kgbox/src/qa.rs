@@ -38,6 +38,8 @@ pub struct Qa {
     pub reranker: Option<Reranker>,
     /// What the retrieval strategies did, for `/metrics`.
     pub strategies: crate::metrics::StrategyCounters,
+    /// Which planner wrote the queries, for `/metrics`.
+    pub plans: crate::metrics::PlanCounters,
 }
 
 /// One question's settings (request fields over the configuration).
@@ -132,6 +134,7 @@ impl Qa {
             audit,
             reranker,
             strategies: crate::metrics::StrategyCounters::default(),
+            plans: crate::metrics::PlanCounters::default(),
         })
     }
 
@@ -228,6 +231,7 @@ impl Qa {
         let result = kgbox_qa::ask::ask(&ctx, question, &opts);
         if let Ok(r) = &result {
             self.strategies.record(planner, r);
+            self.plans.record(planner, r);
         }
         result
     }

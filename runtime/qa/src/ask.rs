@@ -5,6 +5,8 @@
 //! hand each stage its inputs from the [`Context`] and the options.
 
 #[cfg(test)]
+mod empty_plan_tests;
+#[cfg(test)]
 mod strategies_tests;
 
 use std::time::Instant;
@@ -16,7 +18,7 @@ use crate::arbitrate::{arbitrate, ArbitrateInput, Arbitrated, Arbitration};
 use crate::pipeline::{
     ms, timed, AskError, AskOptions, AskResult, Context, ExecSpec, LinkedEntity, StageTimings,
 };
-use crate::planner::{self, answer_threshold, PlanRequest, Planned, Planners};
+use crate::planner::{self, answer_threshold, PlanRequest, Planned, PlannerKind, Planners};
 use crate::query_repair::repair_found;
 use crate::question::{choose_topic, linked_entities, Topic};
 use crate::rerank::apply::{rerank_candidates, RerankInput, Reranked};
@@ -34,7 +36,7 @@ pub fn ask(
     let t = topic.as_ref();
     let mut planned = timed(&mut timings.plan, || plan(ctx, opts, question, t, &linked))?;
     let (mut found, repair) = timed(&mut timings.execute, || {
-        execute(ctx, opts, &planned, t, &linked)
+        execute(ctx, opts, &mut planned, t, &linked)
     })?;
     let threshold = answer_threshold(ctx.learned);
     let first = FirstQuery {
@@ -129,22 +131,72 @@ fn plan(
     Ok(planner::plan(&planners, &request)?)
 }
 
-/// Execute: the planned query's candidates, then query repair (when on),
-/// which may replace them with the repaired query's.
+/// The learned planner's next templates tried when its plan finds nothing.
+const EMPTY_RETRIES: usize = 2;
+
+/// Execute: the planned query's candidates. A learned plan that finds
+/// nothing gives way to the planner's next templates, in order, until one
+/// finds answers (the skipped queries go to [`PlanInfo::found_nothing`]).
+///
+/// [`PlanInfo::found_nothing`]: crate::planner::PlanInfo::found_nothing
 fn execute(
     ctx: &Context<'_, '_>,
     opts: &AskOptions,
-    planned: &Planned,
+    planned: &mut Planned,
+    topic: Option<&Topic>,
+    linked: &[LinkedEntity],
+) -> Result<(Answers, Option<RepairReport>), AskError> {
+    let first = execute_plan(
+        ctx,
+        opts,
+        &planned.query,
+        planned.keep_anchors,
+        topic,
+        linked,
+    )?;
+    let (Some(topic), Some(learned)) = (topic, ctx.learned) else {
+        return Ok(first);
+    };
+    if !first.0.answers.is_empty() || planned.planner != PlannerKind::Learned {
+        return Ok(first);
+    }
+    let mut skipped = vec![planned.query.clone()];
+    let next = planned.info.alternatives.iter().skip(1).take(EMPTY_RETRIES);
+    for alt in next {
+        let query = alt.template.instantiate(&topic.name);
+        let keep_anchors = learned.keeps_anchors(alt.class);
+        // A template that does not run here is passed over like an empty one.
+        match execute_plan(ctx, opts, &query, keep_anchors, Some(topic), linked) {
+            Ok(found) if !found.0.answers.is_empty() => {
+                planned.query = query;
+                planned.keep_anchors = keep_anchors;
+                planned.info.found_nothing = skipped;
+                return Ok(found);
+            }
+            _ => skipped.push(query),
+        }
+    }
+    // None found anything: the planner's first choice stands.
+    Ok(first)
+}
+
+/// One query's candidates, then query repair (when on), which may replace
+/// them with the repaired query's.
+fn execute_plan(
+    ctx: &Context<'_, '_>,
+    opts: &AskOptions,
+    query: &str,
+    keep_anchors: bool,
     topic: Option<&Topic>,
     linked: &[LinkedEntity],
 ) -> Result<(Answers, Option<RepairReport>), AskError> {
     let spec = ExecSpec {
-        query: &planned.query,
+        query,
         candidates: opts.candidates.max(opts.top_k),
-        keep_anchors: planned.keep_anchors,
+        keep_anchors,
     };
     let mut found = ctx.stages.execute(&spec).map_err(|error| AskError::Query {
-        query: planned.query.clone(),
+        query: query.to_string(),
         error: Box::new(error),
     })?;
     let repair = if opts.repair {

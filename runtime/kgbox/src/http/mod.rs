@@ -281,6 +281,7 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     );
     llm_metrics(&mut out, &served.qa.audit.stats());
     served.qa.strategies.render(&mut out);
+    served.qa.plans.render(&mut out);
     state.mqtt_stats.render(&mut out);
     if let Some(rss) = resident_bytes() {
         gauge(

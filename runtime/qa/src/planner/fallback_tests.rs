@@ -53,6 +53,7 @@ fn planner(bias: f32) -> LearnedPlanner {
                 topic: "Alien".into(),
             },
         ],
+        heads: vec![],
         encoder: None,
         trained_on: 2,
         heldout_accuracy: None,
@@ -61,6 +62,11 @@ fn planner(bias: f32) -> LearnedPlanner {
 }
 
 fn run(kind: PlannerKind, bias: f32, chat: &Scripted) -> Planned {
+    run_below(kind, bias, chat, 0.8)
+}
+
+/// [`run`] with `fallback_below`.
+fn run_below(kind: PlannerKind, bias: f32, chat: &Scripted, fallback_below: f32) -> Planned {
     graph(FILMS, |kg| {
         let entity = kg.entity_id("Blade Runner").expect("entity");
         let start = QUESTION.find('[').expect("bracket");
@@ -95,7 +101,7 @@ fn run(kind: PlannerKind, bias: f32, chat: &Scripted) -> Planned {
             linked: &linked,
             max_retries: 1,
             max_relations: 300,
-            fallback_below: 0.8,
+            fallback_below,
         };
         plan(&planners, &req).expect("a plan")
     })
@@ -174,6 +180,25 @@ fn an_unsure_learned_planner_asks_the_guided_llm() {
         }
         Constraint::None => panic!("the reply is constrained"),
     }
+}
+
+#[test]
+fn the_llm_breaks_near_ties_but_does_not_overrule() {
+    // p(directed_by) = σ(2) = 0.88: release_year has 0.14 of it, under
+    // LLM_MIN_SHARE, so the learned plan stands though the LLM was asked.
+    let chat = Scripted::new(release_year);
+    let p = run_below(PlannerKind::LearnedLlm, 2.0, &chat, 1.0);
+    assert_eq!(chat.calls().len(), 1);
+    assert_eq!(p.planner, PlannerKind::Learned);
+    assert_eq!(p.query, "\"Blade Runner\" -> directed_by");
+    assert_eq!(p.info.attempts, Some(1));
+    let why = p.info.fallback.unwrap_or_default();
+    assert!(why.contains("kept the learned plan"), "{why}");
+    // σ(1) = 0.73: release_year has 0.37 of it, so the LLM's choice is used.
+    let chat = Scripted::new(release_year);
+    let p = run_below(PlannerKind::LearnedLlm, 1.0, &chat, 1.0);
+    assert_eq!(p.planner, PlannerKind::Llm);
+    assert_eq!(p.query, "\"Blade Runner\" -> release_year");
 }
 
 #[test]

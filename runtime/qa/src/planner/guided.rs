@@ -294,6 +294,7 @@ mod tests {
             answer_threshold: 0.5,
             keep_anchors: vec![],
             demos,
+            heads: vec![],
             encoder: None,
             trained_on: 4,
             heldout_accuracy: None,

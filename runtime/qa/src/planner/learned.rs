@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::features::{FeatureSpec, Features};
+use super::heads::HeadMeta;
 use super::template::Template;
 
 /// The arbitrator's cut when nothing was calibrated (and without a learned
@@ -56,6 +57,11 @@ pub struct PlannerMeta {
     /// ([`super::guided`]); empty in bundles packed before they existed.
     #[serde(default)]
     pub demos: Vec<Demo>,
+    /// Relation heads ([`super::heads`]); their weights follow the
+    /// templates' in `planner.weights`. Empty in bundles packed before
+    /// they existed.
+    #[serde(default)]
+    pub heads: Vec<HeadMeta>,
     /// The encoder the embeddings came from (`None`: no embedding block).
     pub encoder: Option<String>,
     /// Training report, for `kgbox-pack inspect` and the logs.
@@ -68,7 +74,7 @@ pub struct PlannerMeta {
 #[derive(Debug, Clone)]
 pub struct LearnedPlanner {
     pub meta: PlannerMeta,
-    /// `[class][dim + 1]`.
+    /// `[class][dim + 1]`, then each head's `[label][dim + 1]`.
     weights: Vec<f32>,
 }
 
@@ -82,7 +88,7 @@ pub struct Prediction {
 
 impl LearnedPlanner {
     pub fn new(meta: PlannerMeta, weights: Vec<f32>) -> Result<LearnedPlanner, PlannerError> {
-        let want = meta.templates.len() * (meta.features.dim() + 1);
+        let want = meta.weight_count();
         if weights.len() != want {
             return Err(PlannerError::Weights {
                 got: weights.len() * 4,
@@ -91,6 +97,16 @@ impl LearnedPlanner {
         }
         if meta.templates.is_empty() {
             return Err(PlannerError::Meta("no templates".into()));
+        }
+        if let Some(h) = meta
+            .heads
+            .iter()
+            .find(|h| h.labels.is_empty() || !h.weight.is_finite() || h.weight < 0.0)
+        {
+            return Err(PlannerError::Meta(format!(
+                "the {:?} head has no labels or a weight that is not a number >= 0",
+                h.kind
+            )));
         }
         if let Some(d) = meta.demos.iter().find(|d| d.class >= meta.templates.len()) {
             return Err(PlannerError::Meta(format!(
@@ -118,7 +134,7 @@ impl LearnedPlanner {
                 meta.format
             )));
         }
-        let want = meta.templates.len() * (meta.features.dim() + 1) * 4;
+        let want = meta.weight_count() * 4;
         if weights.len() != want {
             return Err(PlannerError::Weights {
                 got: weights.len(),
@@ -161,20 +177,47 @@ impl LearnedPlanner {
         &self.meta.features
     }
 
-    fn row(&self, class: usize) -> &[f32] {
+    /// Row `class` of the block that starts at row `first`.
+    fn row(&self, first: usize, class: usize) -> &[f32] {
         let d = self.meta.features.dim() + 1;
-        &self.weights[class * d..(class + 1) * d]
+        &self.weights[(first + class) * d..(first + class + 1) * d]
     }
 
-    /// Class probabilities, best first.
-    pub fn predict(&self, x: &Features) -> Vec<Prediction> {
+    fn logits(&self, first: usize, classes: usize, x: &Features) -> Vec<f32> {
         let d = self.meta.features.dim();
-        let logits: Vec<f32> = (0..self.meta.templates.len())
+        (0..classes)
             .map(|c| {
-                let row = self.row(c);
+                let row = self.row(first, c);
                 x.dot(&row[..d]) + row[d]
             })
-            .collect();
+            .collect()
+    }
+
+    /// Class probabilities by the template classifier alone, best first.
+    pub fn predict(&self, x: &Features) -> Vec<Prediction> {
+        self.predict_with(x, &[])
+    }
+
+    /// Class probabilities, best first: the template classifier on `x`
+    /// times each head on its window's features (`heads[i]` for
+    /// `meta.heads[i]`; heads without features are left out), raised to the
+    /// head's weight and normalised.
+    pub fn predict_with(&self, x: &Features, heads: &[Features]) -> Vec<Prediction> {
+        let templates = &self.meta.templates;
+        let mut logits = self.logits(0, templates.len(), x);
+        let mut first = templates.len();
+        for (head, hx) in self.meta.heads.iter().zip(heads) {
+            let probs = softmax(&self.logits(first, head.labels.len(), hx));
+            first += head.labels.len();
+            for (l, t) in logits.iter_mut().zip(templates) {
+                let p = head
+                    .kind
+                    .label(t)
+                    .and_then(|r| head.labels.iter().position(|x| x == r))
+                    .map_or(0.0, |i| probs[i]);
+                *l += head.weight * p.max(1e-6).ln();
+            }
+        }
         let probs = softmax(&logits);
         let mut out: Vec<Prediction> = probs
             .into_iter()
@@ -187,6 +230,14 @@ impl LearnedPlanner {
             .collect();
         out.sort_by(|a, b| b.probability.total_cmp(&a.probability));
         out
+    }
+}
+
+impl PlannerMeta {
+    /// Floats in `planner.weights`: the templates' rows and the heads'.
+    pub fn weight_count(&self) -> usize {
+        let rows = self.templates.len() + self.heads.iter().map(|h| h.labels.len()).sum::<usize>();
+        rows * (self.features.dim() + 1)
     }
 }
 
@@ -219,6 +270,7 @@ mod tests {
             answer_threshold: 0.5,
             keep_anchors: vec![],
             demos: vec![],
+            heads: vec![],
             encoder: None,
             trained_on: 2,
             heldout_accuracy: None,
@@ -246,6 +298,59 @@ mod tests {
         let (m, w) = p.to_sections();
         let q = LearnedPlanner::from_sections(&m, &w).expect("round trip");
         assert_eq!(q.predict(&y), p.predict(&y));
+    }
+
+    /// The planner above with an answer head over relations a and b that
+    /// likes b when dense[1] is set.
+    fn with_head(weight: f32) -> LearnedPlanner {
+        let p = planner();
+        let mut meta = p.meta.clone();
+        meta.heads = vec![HeadMeta {
+            kind: super::super::heads::HeadKind::Answer,
+            labels: vec!["a".into(), "b".into()],
+            weight,
+            heldout_accuracy: None,
+        }];
+        let mut w = p.weights.clone();
+        w.extend([0.0; 6]);
+        w.extend([0.0, 6.0, 0.0, 0.0, 0.0, 0.0]);
+        LearnedPlanner::new(meta, w).expect("valid")
+    }
+
+    #[test]
+    fn heads_reweigh_the_templates() {
+        let x = Features {
+            dense: vec![0.5, 0.0],
+            sparse: vec![],
+        };
+        let head_x = Features {
+            dense: vec![0.0, 1.0],
+            sparse: vec![],
+        };
+        let p = with_head(1.0);
+        assert_eq!(p.predict(&x)[0].class, 0, "the templates alone prefer a");
+        let both = p.predict_with(&x, std::slice::from_ref(&head_x));
+        assert_eq!(both[0].class, 1, "the head's preference for b wins");
+        let sum: f32 = both.iter().map(|p| p.probability).sum();
+        assert!((sum - 1.0).abs() < 1e-5);
+        assert_eq!(
+            with_head(0.0).predict_with(&x, &[head_x])[0].class,
+            0,
+            "a head of weight 0 changes nothing"
+        );
+        let (m, w) = p.to_sections();
+        let q = LearnedPlanner::from_sections(&m, &w).expect("round trip with a head");
+        assert_eq!(q.meta.heads, p.meta.heads);
+        assert!(matches!(
+            LearnedPlanner::from_sections(&m, &w[..w.len() - 4]),
+            Err(PlannerError::Weights { .. })
+        ));
+        let mut bad = p.meta.clone();
+        bad.heads[0].weight = f32::NAN;
+        assert!(matches!(
+            LearnedPlanner::new(bad, p.weights.clone()),
+            Err(PlannerError::Meta(_))
+        ));
     }
 
     #[test]

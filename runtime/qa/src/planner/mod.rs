@@ -7,11 +7,14 @@
 
 pub mod features;
 pub mod guided;
+pub mod heads;
 pub mod learned;
 pub mod llm;
 pub mod template;
 #[cfg(feature = "train")]
 pub mod train;
+#[cfg(feature = "train")]
+mod train_heads;
 pub mod zeroshot;
 
 #[cfg(test)]
@@ -113,6 +116,10 @@ pub struct PlanInfo {
     /// asked, or why its plan was not used.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fallback: Option<String>,
+    /// Queries of the learned planner that found no answers, in the order
+    /// tried; the next of its likely templates was run instead.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub found_nothing: Vec<String>,
 }
 
 /// What the planners may use: the bundle's planner sections, its sentence
@@ -147,6 +154,10 @@ pub struct PlanRequest<'a> {
 
 /// The default of [`PlanRequest::fallback_below`].
 pub const DEFAULT_FALLBACK_BELOW: f32 = 0.8;
+/// `learned+llm` / `learned+local`: the LLM's plan is used when the learned
+/// planner gives it at least this share of its best template's probability
+/// (a plan it does not know counts 0).
+pub const LLM_MIN_SHARE: f32 = 0.25;
 /// Predictions shown in [`PlanInfo::alternatives`].
 const SHOWN_ALTERNATIVES: usize = 3;
 
@@ -212,15 +223,45 @@ fn predictions(
         .learned
         .ok_or_else(|| PlanError::NoPlanner("the bundle has no learned planner".into()))?;
     let masked = mask(req.question, topic.range);
-    let embedding = embed_masked(p, &masked, learned.spec().embed_dim > 0)?;
-    let x = features::featurize(
-        p.kg,
-        &masked,
-        topic.entity,
-        embedding.as_deref(),
-        learned.spec(),
-    );
-    Ok((learned.predict(&x), embedding))
+    // The question and each head's window, embedded in one batch.
+    let mut texts = vec![masked.clone()];
+    texts.extend(learned.meta.heads.iter().map(|h| h.kind.window(&masked)));
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let mut vectors = embed_texts(p, &refs, learned.spec().embed_dim > 0)?.into_iter();
+    let embedding = vectors.next().flatten();
+    let spec = learned.spec();
+    let x = features::featurize(p.kg, &masked, topic.entity, embedding.as_deref(), spec);
+    let heads: Vec<features::Features> = texts[1..]
+        .iter()
+        .zip(vectors)
+        .map(|(w, e)| features::featurize(p.kg, w, topic.entity, e.as_deref(), spec))
+        .collect();
+    Ok((learned.predict_with(&x, &heads), embedding))
+}
+
+/// The encoder's vector of each text when `needed` (`None`s otherwise).
+fn embed_texts(
+    p: &Planners<'_, '_>,
+    texts: &[&str],
+    needed: bool,
+) -> Result<Vec<Option<Vec<f32>>>, PlanError> {
+    if !needed {
+        return Ok(vec![None; texts.len()]);
+    }
+    let e = p.embedder.ok_or_else(|| {
+        PlanError::NoPlanner(
+            "the planner needs the bundle's sentence encoder, which is not loaded".into(),
+        )
+    })?;
+    let vecs = e.embed(texts).map_err(PlanError::Embed)?;
+    if vecs.len() != texts.len() {
+        return Err(PlanError::Embed(format!(
+            "the encoder returned {} vectors for {} texts",
+            vecs.len(),
+            texts.len()
+        )));
+    }
+    Ok(vecs.into_iter().map(Some).collect())
 }
 
 fn embed_masked(
@@ -228,18 +269,10 @@ fn embed_masked(
     masked: &str,
     needed: bool,
 ) -> Result<Option<Vec<f32>>, PlanError> {
-    if !needed {
-        return Ok(None);
-    }
-    let e = p.embedder.ok_or_else(|| {
-        PlanError::NoPlanner(
-            "the planner needs the bundle's sentence encoder, which is not loaded".into(),
-        )
-    })?;
-    Ok(e.embed(&[masked])
-        .map_err(PlanError::Embed)?
+    Ok(embed_texts(p, &[masked], needed)?
         .into_iter()
-        .next())
+        .next()
+        .flatten())
 }
 
 /// The learned planner's plan from its predictions (most likely first).
@@ -327,6 +360,21 @@ fn plan_with_fallback(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Pla
     };
     match plan_llm(p, &llm_req, &preds) {
         Ok(mut planned) => {
+            // The LLM breaks near-ties; it does not overrule a clear
+            // preference of the learned planner.
+            let weight = preds
+                .iter()
+                .find(|pr| pr.template.instantiate(&topic.name) == planned.query)
+                .map_or(0.0, |pr| pr.probability);
+            if weight < LLM_MIN_SHARE * best {
+                learned.info.fallback = Some(format!(
+                    "learned planner unsure (p {best:.2} < {:.2}); {chat_kind} chose a plan it gives p {weight:.2}, under {LLM_MIN_SHARE} of its best: kept the learned plan {}",
+                    req.fallback_below, planned.query
+                ));
+                learned.info.attempts = planned.info.attempts;
+                learned.info.rejected = planned.info.rejected;
+                return Ok(learned);
+            }
             planned.info.fallback = Some(format!(
                 "learned planner unsure (p {best:.2} < {:.2}); asked {chat_kind}",
                 req.fallback_below

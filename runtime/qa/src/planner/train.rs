@@ -18,6 +18,7 @@ use kgbox_query::{parse, Query};
 use super::features::{embed_all, featurize, FeatureSpec, Features};
 use super::learned::{softmax, Demo, LearnedPlanner, PlannerMeta, DEFAULT_THRESHOLD, FORMAT};
 use super::template::Template;
+use super::train_heads::train_heads;
 use crate::question::{mask, mention_range, MASK};
 use crate::Embedder;
 
@@ -297,6 +298,74 @@ fn fit(
     w
 }
 
+/// The encoder's vector of each distinct text (none without an encoder).
+pub(super) fn embed_distinct(
+    texts: &[&str],
+    embedder: Option<&dyn Embedder>,
+    spec: &FeatureSpec,
+    stage: &str,
+    progress: &mut dyn FnMut(&str, usize, usize),
+) -> Result<HashMap<String, Vec<f32>>, TrainError> {
+    let mut distinct: Vec<&str> = texts.to_vec();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let mut embedded = HashMap::with_capacity(distinct.len());
+    const CHUNK: usize = 256;
+    for (ci, chunk) in distinct.chunks(CHUNK).enumerate() {
+        let embs = embed_all(embedder, chunk, spec).map_err(TrainError::Embed)?;
+        for (text, e) in chunk.iter().zip(embs) {
+            if let Some(e) = e {
+                embedded.insert(text.to_string(), e);
+            }
+        }
+        progress(
+            stage,
+            (ci * CHUNK + chunk.len()).min(distinct.len()),
+            distinct.len(),
+        );
+    }
+    Ok(embedded)
+}
+
+/// Fits `[classes][dim + 1]` weights on the examples not `held` and scores
+/// the held ones (when there are at least 10), then fits on all of them.
+/// Progress stages: `{stage}-holdout`, then `stage`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn fit_scored(
+    xs: &[&Features],
+    ys: &[usize],
+    classes: usize,
+    dim: usize,
+    held: &[bool],
+    opts: &TrainOptions,
+    stage: &str,
+    progress: &mut dyn FnMut(&str, usize, usize),
+) -> (Vec<f32>, Option<f32>) {
+    let heldout = held.iter().filter(|h| **h).count();
+    let mut accuracy = None;
+    if heldout >= 10 && heldout < xs.len() {
+        let (mut train_x, mut train_y) = (Vec::new(), Vec::new());
+        for i in 0..xs.len() {
+            if !held[i] {
+                train_x.push(xs[i]);
+                train_y.push(ys[i]);
+            }
+        }
+        let hold_stage = format!("{stage}-holdout");
+        let w = fit(&train_x, &train_y, classes, dim, opts, &mut |d, t| {
+            progress(&hold_stage, d, t)
+        });
+        let right = (0..xs.len())
+            .filter(|&i| held[i] && argmax(&w, xs[i], classes, dim) == ys[i])
+            .count();
+        accuracy = Some(right as f32 / heldout as f32);
+    }
+    let w = fit(xs, ys, classes, dim, opts, &mut |d, t| {
+        progress(stage, d, t)
+    });
+    (w, accuracy)
+}
+
 fn argmax(w: &[f32], x: &Features, classes: usize, dim: usize) -> usize {
     let d1 = dim + 1;
     (0..classes)
@@ -384,24 +453,8 @@ pub fn train(
 
     // Masked questions repeat (questions made from templates differ only in
     // the entity): embed each distinct text once.
-    let mut distinct: Vec<&str> = prepared.iter().map(|p| p.masked.as_str()).collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    let mut embedded: HashMap<&str, Vec<f32>> = HashMap::with_capacity(distinct.len());
-    const CHUNK: usize = 256;
-    for (ci, chunk) in distinct.chunks(CHUNK).enumerate() {
-        let embs = embed_all(embedder, chunk, &spec).map_err(TrainError::Embed)?;
-        for (text, e) in chunk.iter().zip(embs) {
-            if let Some(e) = e {
-                embedded.insert(text, e);
-            }
-        }
-        progress(
-            "embed",
-            (ci * CHUNK + chunk.len()).min(distinct.len()),
-            distinct.len(),
-        );
-    }
+    let masked: Vec<&str> = prepared.iter().map(|p| p.masked.as_str()).collect();
+    let embedded = embed_distinct(&masked, embedder, &spec, "embed", progress)?;
     let features: Vec<Features> = prepared
         .iter()
         .map(|p| {
@@ -413,36 +466,21 @@ pub fn train(
         .iter()
         .map(|p| class_of.get(&p.template).copied().unwrap_or(0))
         .collect();
-    let dim = spec.dim();
     let classes = templates.len();
 
-    // Held-out accuracy: fit on nine tenths, score the rest.
+    // Held out: one masked question in ten, by a fixed hash.
     let held: Vec<bool> = prepared
         .iter()
         .map(|p| opts.holdout_every > 1 && text_hash(&p.masked).is_multiple_of(opts.holdout_every))
         .collect();
     let heldout = held.iter().filter(|h| **h).count();
-    let mut heldout_accuracy = None;
-    if heldout >= 10 && heldout < prepared.len() {
-        let (mut xs, mut y) = (Vec::new(), Vec::new());
-        for i in 0..prepared.len() {
-            if !held[i] {
-                xs.push(&features[i]);
-                y.push(ys[i]);
-            }
-        }
-        let w = fit(&xs, &y, classes, dim, opts, &mut |d, t| {
-            progress("fit-holdout", d, t)
-        });
-        let right = (0..prepared.len())
-            .filter(|&i| held[i] && argmax(&w, &features[i], classes, dim) == ys[i])
-            .count();
-        heldout_accuracy = Some(right as f32 / heldout as f32);
-    }
     let xs: Vec<&Features> = features.iter().collect();
-    let w = fit(&xs, &ys, classes, dim, opts, &mut |d, t| {
-        progress("fit", d, t)
-    });
+    let (mut w, heldout_accuracy) =
+        fit_scored(&xs, &ys, classes, spec.dim(), &held, opts, "fit", progress);
+    let (heads, head_weights) = train_heads(
+        kg, prepared, &templates, &ys, &held, embedder, &spec, opts, progress,
+    )?;
+    w.extend(head_weights);
     let meta = PlannerMeta {
         format: FORMAT,
         features: spec,
@@ -450,6 +488,7 @@ pub fn train(
         answer_threshold: DEFAULT_THRESHOLD,
         keep_anchors: Vec::new(),
         demos: demos(kg, prepared, &ys, classes),
+        heads,
         encoder: encoder_name.map(String::from),
         trained_on: prepared.len(),
         heldout_accuracy,

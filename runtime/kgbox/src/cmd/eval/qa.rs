@@ -153,6 +153,12 @@ pub struct QaReport {
     pub rerank: &'static str,
     /// Questions whose best answer the reranker changed.
     pub rerank_changed_top: usize,
+    /// LLM calls per answered question (planning and the retrieval
+    /// strategies; 0 with the learned planner).
+    pub llm_calls_per_question: f64,
+    /// Answered questions by the planner whose query ran (with
+    /// `learned+llm` / `learned+local`: how often the LLM's plan was used).
+    pub planned_by: std::collections::BTreeMap<String, usize>,
     /// Questions with a gold answer among the candidates the reranker sees:
     /// its ceiling (when features were computed).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -243,6 +249,7 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
     let (mut h1, mut f1) = (0usize, 0.0f64);
     let mut stage: [Vec<f64>; 6] = Default::default();
     let mut gold_seen = 0usize;
+    let mut llm_calls = 0usize;
     for (qid, q) in gold.iter().enumerate() {
         bar.inc(1);
         let res = match s.ask(&q.question, &params) {
@@ -280,6 +287,12 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
         let is_gold = |e: u32| kg.entity_name(e).is_some_and(|n| q.answers.contains(n));
         gold_seen += usize::from(res.features.iter().any(|f| is_gold(f.entity)));
         r.rerank_changed_top += usize::from(res.rerank.as_ref().is_some_and(|i| i.changed_top));
+        llm_calls += if res.strategies.is_empty() {
+            res.plan.attempts.unwrap_or(0)
+        } else {
+            res.strategies.iter().map(|s| s.llm_calls).sum()
+        };
+        *r.planned_by.entry(res.planner.to_string()).or_default() += 1;
         if let Some(export) = &mut export {
             export.write(qid, q.line, &res.features, &is_gold)?;
         }
@@ -318,6 +331,8 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
         r.gold_in_candidates = Some(gold_seen as f64 / n);
     }
     r.hits_at_1 = h1 as f64 / n;
+    let answered = r.planned_by.values().sum::<usize>().max(1) as f64;
+    r.llm_calls_per_question = llm_calls as f64 / answered;
     r.f1 = f1 / n;
     let [link, plan, execute, rerank, arbitrate, total] = stage;
     let total = latency(total);
@@ -338,6 +353,16 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
         r.questions, r.n, r.errors, r.no_entity, r.planner, r.executor
     );
     println!("Hits@1 {:.4}  F1 {:.4}", r.hits_at_1, r.f1);
+    let by: Vec<String> = r
+        .planned_by
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    println!(
+        "planned by: {}; LLM calls per question {:.2}",
+        by.join(", "),
+        r.llm_calls_per_question
+    );
     println!(
         "reranker {}: best answer changed on {} questions",
         r.rerank, r.rerank_changed_top
