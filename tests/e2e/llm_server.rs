@@ -242,6 +242,12 @@ fn a_failing_llm_is_a_clear_error_or_the_learned_plan() {
             Some(&answer),
             "{name}: {v}"
         );
+        // Counted as asked for learned+llm, planned by the learned planner.
+        let (_, metrics) = server.get("/metrics");
+        assert!(
+            metrics.contains("kgbox_plans_total{asked=\"learned+llm\",planner=\"learned\"} 1"),
+            "{name}: {metrics}"
+        );
     }
     // The refusing server was asked 1 + 2 retries per question, twice.
     assert_eq!(refusing.calls().len(), 6);

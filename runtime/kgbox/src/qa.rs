@@ -230,7 +230,7 @@ impl Qa {
         };
         let result = kgbox_qa::ask::ask(&ctx, question, &opts);
         if let Ok(r) = &result {
-            self.strategies.record(planner, r);
+            self.strategies.record(r.planner, r);
             self.plans.record(planner, r);
         }
         result

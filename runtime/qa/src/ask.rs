@@ -8,6 +8,8 @@
 mod empty_plan_tests;
 #[cfg(test)]
 mod strategies_tests;
+#[cfg(test)]
+mod test_stages;
 
 use std::time::Instant;
 
@@ -46,7 +48,15 @@ pub fn ask(
         topic: t.map(|t| t.entity),
     };
     let (strategies, preset) = timed(&mut timings.strategies, || {
-        fall_through(ctx, opts, question, &linked, first, &mut found)
+        fall_through(
+            ctx,
+            opts,
+            question,
+            &linked,
+            planned.planner,
+            first,
+            &mut found,
+        )
     });
     // Answers the strategies found skip the reranker and the arbitrator
     // (their final answer call chose them).
@@ -216,19 +226,22 @@ fn execute_plan(
 /// Strategies: a failed or low-confidence LLM query falls through to the
 /// other retrieval strategies. When they find the answers, `found` becomes
 /// what they gathered and the chosen answers are returned with the
-/// reports.
+/// reports. `wrote` is the planner whose query ran: with `learned+llm`, a
+/// plan the learned planner kept does not fall through.
+#[allow(clippy::too_many_arguments)]
 fn fall_through(
     ctx: &Context<'_, '_>,
     opts: &AskOptions,
     question: &str,
     linked: &[LinkedEntity],
+    wrote: PlannerKind,
     first: FirstQuery,
     found: &mut Answers,
 ) -> (Vec<StrategyReport>, Option<(Vec<usize>, Arbitration)>) {
     let input = FallThrough {
         kg: ctx.kg,
         chat: ctx.chat,
-        planner: opts.planner,
+        planner: wrote,
         question,
         linked,
         opts: &opts.strategies,

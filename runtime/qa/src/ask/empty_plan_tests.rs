@@ -2,38 +2,19 @@
 //! template, end to end through [`crate::ask::ask`].
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use kgbox_bundle::Kg;
-use kgbox_query::exec::ExecOptions;
-use kgbox_query::link::{link_text, LinkOptions, Mention};
-use kgbox_query::{Answers, ParseLimits, QueryError};
-
 use super::ask;
-use crate::pipeline::{AskOptions, AskResult, Context, ExecSpec, PlannerKind, Stages};
+use super::test_stages::Plain;
+use crate::llm::scripted::Scripted;
+use crate::llm::LlmError;
+use crate::pipeline::{AskOptions, AskResult, Context, PlannerKind};
 use crate::planner::features::FeatureSpec;
-use crate::planner::learned::{LearnedPlanner, PlannerMeta, FORMAT};
-use crate::planner::template::Template;
+use crate::planner::learned::{LearnedPlanner, PlannerMeta};
 use crate::rerank::test_graph::graph;
 
 const FILMS: &[(&str, &str, &str)] = &[
     ("Alien", "directed_by", "Ridley Scott"),
     ("Blade Runner", "directed_by", "Ridley Scott"),
 ];
-
-struct Plain<'a, 'k>(&'a Kg<'k>);
-
-impl Stages for Plain<'_, '_> {
-    fn link(&self, text: &str) -> Result<Vec<Mention>, String> {
-        Ok(link_text(self.0, text, &LinkOptions::default()))
-    }
-    fn execute(&self, spec: &ExecSpec<'_>) -> Result<Answers, QueryError> {
-        let exec = ExecOptions {
-            top_k: spec.candidates,
-            exclude_anchors: !spec.keep_anchors,
-            ..ExecOptions::default()
-        };
-        kgbox_query::run_query(self.0, spec.query, &ParseLimits::default(), &exec).map(|(a, _)| a)
-    }
-}
 
 /// Templates in the order the planner prefers them (by bias).
 fn planner(templates: &[&str]) -> LearnedPlanner {
@@ -47,22 +28,25 @@ fn planner(templates: &[&str]) -> LearnedPlanner {
     for i in 0..templates.len() {
         weights[i * (dim + 1) + dim] = -(i as f32);
     }
-    let meta = PlannerMeta {
-        format: FORMAT,
-        features: spec,
-        templates: templates.iter().map(|t| Template(t.to_string())).collect(),
-        answer_threshold: 0.5,
-        keep_anchors: vec![],
-        demos: vec![],
-        heads: vec![],
-        encoder: None,
-        trained_on: 2,
-        heldout_accuracy: None,
-    };
+    let meta = PlannerMeta::bare(spec, templates);
     LearnedPlanner::new(meta, weights).expect("valid")
 }
 
 fn ask_learned(templates: &[&str], question: &str) -> AskResult {
+    let opts = AskOptions {
+        planner: PlannerKind::Learned,
+        repair: false,
+        ..AskOptions::default()
+    };
+    ask_with(templates, question, None, opts)
+}
+
+fn ask_with(
+    templates: &[&str],
+    question: &str,
+    chat: Option<&Scripted>,
+    opts: AskOptions,
+) -> AskResult {
     let learned = planner(templates);
     graph(FILMS, |kg| {
         let ctx = Context {
@@ -70,15 +54,10 @@ fn ask_learned(templates: &[&str], question: &str) -> AskResult {
             learned: Some(&learned),
             relvecs: None,
             embedder: None,
-            chat: None,
+            chat: chat.map(|c| c as &dyn crate::llm::ChatBackend),
             stages: &Plain(kg),
             reranker: None,
             name_similarity: None,
-        };
-        let opts = AskOptions {
-            planner: PlannerKind::Learned,
-            repair: false,
-            ..AskOptions::default()
         };
         ask(&ctx, question, &opts).expect("answers")
     })
@@ -117,4 +96,33 @@ fn an_empty_plan_gives_way_to_the_next_template() {
     );
     assert_eq!(r.query, "\"Alien\" -> directed_by");
     assert!(r.plan.found_nothing.is_empty());
+}
+
+#[test]
+fn a_kept_learned_plan_does_not_fall_through_to_the_llm_strategies() {
+    // learned+llm with a sure learned planner (p 0.73 >= 0.5) whose query
+    // finds nothing: the strategies follow LLM queries only, so the model
+    // is never called.
+    let chat = Scripted::new(|_| {
+        Err(LlmError::Transport {
+            endpoint: "scripted".into(),
+            message: "must not be called".into(),
+        })
+    });
+    let opts = AskOptions {
+        planner: PlannerKind::LearnedLlm,
+        fallback_below: 0.5,
+        repair: false,
+        ..AskOptions::default()
+    };
+    let r = ask_with(
+        &["{topic} -> directed_by", "{topic} -> written_by"],
+        "what did [Ridley Scott] make",
+        Some(&chat),
+        opts,
+    );
+    assert_eq!(r.planner, PlannerKind::Learned);
+    assert!(r.answers.is_empty());
+    assert!(r.strategies.is_empty(), "{:?}", r.strategies);
+    assert!(chat.calls().is_empty());
 }

@@ -4,16 +4,12 @@
 
 use std::sync::Mutex;
 
-use kgbox_bundle::Kg;
-use kgbox_query::exec::ExecOptions;
-use kgbox_query::link::{link_text, LinkOptions, Mention};
-use kgbox_query::{Answers, ParseLimits, QueryError};
-
 use super::ask;
+use super::test_stages::Plain;
 use crate::arbitrate::Arbitration;
 use crate::llm::scripted::Scripted;
 use crate::llm::{ChatRequest, LlmError};
-use crate::pipeline::{AskOptions, AskResult, Context, ExecSpec, PlannerKind, Stages};
+use crate::pipeline::{AskOptions, AskResult, Context, PlannerKind};
 use crate::rerank::test_graph::graph;
 use crate::strategies::{StrategyName, StrategyReport};
 
@@ -31,23 +27,6 @@ fn user_text(req: &ChatRequest) -> String {
         .last()
         .map(|m| m.content.clone())
         .unwrap_or_default()
-}
-
-/// Lexical linking and the exact executor over a graph.
-struct Plain<'a, 'k>(&'a Kg<'k>);
-
-impl Stages for Plain<'_, '_> {
-    fn link(&self, text: &str) -> Result<Vec<Mention>, String> {
-        Ok(link_text(self.0, text, &LinkOptions::default()))
-    }
-    fn execute(&self, spec: &ExecSpec<'_>) -> Result<Answers, QueryError> {
-        let exec = ExecOptions {
-            top_k: spec.candidates,
-            exclude_anchors: !spec.keep_anchors,
-            ..ExecOptions::default()
-        };
-        kgbox_query::run_query(self.0, spec.query, &ParseLimits::default(), &exec).map(|(a, _)| a)
-    }
 }
 
 /// Asks `question` over FILMS with the `llm` planner and `chat`.

@@ -5,8 +5,7 @@
 use kgbox_query::link::Method;
 
 use super::features::FeatureSpec;
-use super::learned::{Demo, LearnedPlanner, PlannerMeta, FORMAT};
-use super::template::Template;
+use super::learned::{Demo, LearnedPlanner, PlannerMeta};
 use super::{plan, PlanRequest, Planned, PlannerKind, Planners};
 use crate::llm::scripted::Scripted;
 use crate::llm::{ChatRequest, Constraint, LlmError};
@@ -33,14 +32,6 @@ fn planner(bias: f32) -> LearnedPlanner {
     let mut weights = vec![0.0; 2 * (dim + 1)];
     weights[dim] = bias;
     let meta = PlannerMeta {
-        format: FORMAT,
-        features: spec,
-        templates: vec![
-            Template("{topic} -> directed_by".into()),
-            Template("{topic} -> release_year".into()),
-        ],
-        answer_threshold: 0.5,
-        keep_anchors: vec![],
         demos: vec![
             Demo {
                 class: 0,
@@ -53,10 +44,7 @@ fn planner(bias: f32) -> LearnedPlanner {
                 topic: "Alien".into(),
             },
         ],
-        heads: vec![],
-        encoder: None,
-        trained_on: 2,
-        heldout_accuracy: None,
+        ..PlannerMeta::bare(spec, &["{topic} -> directed_by", "{topic} -> release_year"])
     };
     LearnedPlanner::new(meta, weights).expect("valid")
 }

@@ -249,15 +249,14 @@ pub fn chain_query(topic: &str, path: &[String]) -> String {
 mod tests {
     use super::*;
     use crate::planner::features::FeatureSpec;
-    use crate::planner::learned::{PlannerMeta, FORMAT};
-    use crate::planner::template::Template;
+    use crate::planner::learned::PlannerMeta;
 
     fn planner() -> LearnedPlanner {
-        let templates = vec![
-            Template("{topic} -> directed_by".into()),
-            Template("{topic} -> directed_by -> directed_by_inv -> has_genre".into()),
-            Template("AND({topic} -> starred_actors, {topic} -> written_by)".into()),
-            Template("{topic} -> release_year".into()),
+        let templates = [
+            "{topic} -> directed_by",
+            "{topic} -> directed_by -> directed_by_inv -> has_genre",
+            "AND({topic} -> starred_actors, {topic} -> written_by)",
+            "{topic} -> release_year",
         ];
         let demos = vec![
             Demo {
@@ -288,16 +287,8 @@ mod tests {
         };
         let n = templates.len();
         let meta = PlannerMeta {
-            format: FORMAT,
-            features: spec,
-            templates,
-            answer_threshold: 0.5,
-            keep_anchors: vec![],
             demos,
-            heads: vec![],
-            encoder: None,
-            trained_on: 4,
-            heldout_accuracy: None,
+            ..PlannerMeta::bare(spec, &templates)
         };
         LearnedPlanner::new(meta, vec![0.0; n * (spec.dim() + 1)]).expect("valid")
     }

@@ -234,6 +234,23 @@ impl LearnedPlanner {
 }
 
 impl PlannerMeta {
+    /// A meta with `templates` over `features` and nothing else (tests).
+    #[cfg(test)]
+    pub(crate) fn bare(features: FeatureSpec, templates: &[&str]) -> PlannerMeta {
+        PlannerMeta {
+            format: FORMAT,
+            features,
+            templates: templates.iter().map(|t| Template(t.to_string())).collect(),
+            answer_threshold: 0.5,
+            keep_anchors: vec![],
+            demos: vec![],
+            heads: vec![],
+            encoder: None,
+            trained_on: templates.len(),
+            heldout_accuracy: None,
+        }
+    }
+
     /// Floats in `planner.weights`: the templates' rows and the heads'.
     pub fn weight_count(&self) -> usize {
         let rows = self.templates.len() + self.heads.iter().map(|h| h.labels.len()).sum::<usize>();
@@ -260,21 +277,7 @@ mod tests {
             ngram_buckets: 2,
             signature_buckets: 1,
         };
-        let meta = PlannerMeta {
-            format: FORMAT,
-            features: spec,
-            templates: vec![
-                Template("{topic} -> a".into()),
-                Template("{topic} -> b".into()),
-            ],
-            answer_threshold: 0.5,
-            keep_anchors: vec![],
-            demos: vec![],
-            heads: vec![],
-            encoder: None,
-            trained_on: 2,
-            heldout_accuracy: None,
-        };
+        let meta = PlannerMeta::bare(spec, &["{topic} -> a", "{topic} -> b"]);
         // class 0 likes dense[0], class 1 likes sparse index 3.
         let w = vec![3.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 3.0, 0.0, 0.0];
         LearnedPlanner::new(meta, w).expect("valid")
