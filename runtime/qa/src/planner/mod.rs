@@ -6,6 +6,8 @@
 //! `train` (feature `train`).
 
 pub mod features;
+#[cfg(feature = "train")]
+mod fit;
 pub mod guided;
 pub mod heads;
 pub mod learned;

@@ -6,26 +6,42 @@
 use kgbox_bundle::Kg;
 
 use super::features::{featurize, FeatureSpec, Features};
+use super::fit::{embed_distinct, fit_scored, TrainOptions};
 use super::heads::{HeadKind, HeadMeta};
 use super::template::Template;
-use super::train::{embed_distinct, fit_scored, Prepared, TrainError, TrainOptions};
 use crate::Embedder;
 
+/// The planner's examples as the heads see them (index `i` is one example).
+pub(super) struct HeadExamples<'a> {
+    /// Masked questions.
+    pub masked: &'a [&'a str],
+    /// Topic entities.
+    pub entities: &'a [u32],
+    /// The template classes and `ys[i]`, example `i`'s class.
+    pub templates: &'a [Template],
+    pub ys: &'a [usize],
+    /// Examples scored, not fitted.
+    pub held: &'a [bool],
+}
+
 /// Fits every head that has at least two labels; returns their metas and
-/// their weights, in order, to follow the template classifier's.
-/// `ys[i]` is example `i`'s template, `held` the examples scored, not fitted.
-#[allow(clippy::too_many_arguments)]
+/// their weights, in order, to follow the template classifier's (or the
+/// encoder's error).
 pub(super) fn train_heads(
     kg: &Kg<'_>,
-    prepared: &[Prepared],
-    templates: &[Template],
-    ys: &[usize],
-    held: &[bool],
+    ex: &HeadExamples<'_>,
     embedder: Option<&dyn Embedder>,
     spec: &FeatureSpec,
     opts: &TrainOptions,
     progress: &mut dyn FnMut(&str, usize, usize),
-) -> Result<(Vec<HeadMeta>, Vec<f32>), TrainError> {
+) -> Result<(Vec<HeadMeta>, Vec<f32>), String> {
+    let HeadExamples {
+        masked,
+        entities,
+        templates,
+        ys,
+        held,
+    } = *ex;
     let mut metas = Vec::new();
     let mut weights = Vec::new();
     for kind in HeadKind::ALL {
@@ -43,10 +59,7 @@ pub(super) fn train_heads(
                 rows.push((i, c));
             }
         }
-        let windows: Vec<String> = rows
-            .iter()
-            .map(|&(i, _)| kind.window(&prepared[i].masked))
-            .collect();
+        let windows: Vec<String> = rows.iter().map(|&(i, _)| kind.window(masked[i])).collect();
         let texts: Vec<&str> = windows.iter().map(String::as_str).collect();
         let stage = format!("{kind:?} head").to_lowercase();
         let embedded = embed_distinct(&texts, embedder, spec, &format!("embed {stage}"), progress)?;
@@ -55,7 +68,7 @@ pub(super) fn train_heads(
             .zip(&windows)
             .map(|(&(i, _), w)| {
                 let e = embedded.get(w.as_str()).map(Vec::as_slice);
-                featurize(kg, w, prepared[i].entity, e, spec)
+                featurize(kg, w, entities[i], e, spec)
             })
             .collect();
         let xs: Vec<&Features> = features.iter().collect();
