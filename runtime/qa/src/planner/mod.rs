@@ -364,10 +364,8 @@ fn plan_with_fallback(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Pla
         Ok(mut planned) => {
             // The LLM breaks near-ties; it does not overrule a clear
             // preference of the learned planner.
-            let weight = preds
-                .iter()
-                .find(|pr| pr.template.instantiate(&topic.name) == planned.query)
-                .map_or(0.0, |pr| pr.probability);
+            let weight =
+                prediction_of(&preds, &topic.name, &planned.query).map_or(0.0, |pr| pr.probability);
             if weight < LLM_MIN_SHARE * best {
                 learned.info.fallback = Some(format!(
                     "learned planner unsure (p {best:.2} < {:.2}); {chat_kind} chose a plan it gives p {weight:.2}, under {LLM_MIN_SHARE} of its best: kept the learned plan {}",
@@ -392,6 +390,14 @@ fn plan_with_fallback(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Pla
             Ok(learned)
         }
     }
+}
+
+/// The learned planner's prediction whose template, about `topic`, is
+/// `query` (a chain the LLM wrote that is one of the templates).
+fn prediction_of<'p>(preds: &'p [Prediction], topic: &str, query: &str) -> Option<&'p Prediction> {
+    preds
+        .iter()
+        .find(|pr| pr.template.instantiate(topic) == query)
 }
 
 /// The `llm` or `local` planner: the chat model writes the query, guided by
@@ -426,12 +432,9 @@ fn plan_llm(
             &read,
         )?;
         // A chain that is one of the templates keeps its anchor policy.
-        let keep_anchors = preds
-            .iter()
-            .find(|pr| {
-                req.topic
-                    .is_some_and(|t| pr.template.instantiate(&t.name) == planned.query)
-            })
+        let keep_anchors = req
+            .topic
+            .and_then(|t| prediction_of(preds, &t.name, &planned.query))
             .is_some_and(|pr| learned.keeps_anchors(pr.class));
         return Ok(Planned {
             planner: kind,
