@@ -191,6 +191,7 @@ impl Qa {
             llm_arbitrate: cfg.llm.arbitrate,
             share_context: cfg.llm.share_context,
             max_retries: cfg.planner.max_retries,
+            samples: cfg.planner.samples,
             max_relations: cfg.planner.max_relations,
             fallback_below: cfg.planner.fallback_below,
             rerank: params.rerank.unwrap_or(cfg.planner.rerank),

@@ -135,18 +135,17 @@ fn plan(
         topic,
         linked,
         max_retries: opts.max_retries,
+        samples: opts.samples,
         max_relations: opts.max_relations,
         fallback_below: opts.fallback_below,
     };
     Ok(planner::plan(&planners, &request)?)
 }
 
-/// The learned planner's next templates tried when its plan finds nothing.
-const EMPTY_RETRIES: usize = 2;
-
-/// Execute: the planned query's candidates. A learned plan that finds
-/// nothing gives way to the planner's next templates, in order, until one
-/// finds answers (the skipped queries go to [`PlanInfo::found_nothing`]).
+/// Execute: the planned query's candidates. A plan that finds nothing
+/// gives way to the planner's next choices ([`Planned::next`]: the learned
+/// planner's next templates, the LLM's next candidates), in order, until
+/// one finds answers (the skipped queries go to [`PlanInfo::found_nothing`]).
 ///
 /// [`PlanInfo::found_nothing`]: crate::planner::PlanInfo::found_nothing
 fn execute(
@@ -164,26 +163,20 @@ fn execute(
         topic,
         linked,
     )?;
-    let (Some(topic), Some(learned)) = (topic, ctx.learned) else {
-        return Ok(first);
-    };
-    if !first.0.answers.is_empty() || planned.planner != PlannerKind::Learned {
+    if !first.0.answers.is_empty() || planned.next.is_empty() {
         return Ok(first);
     }
     let mut skipped = vec![planned.query.clone()];
-    let next = planned.info.alternatives.iter().skip(1).take(EMPTY_RETRIES);
-    for alt in next {
-        let query = alt.template.instantiate(&topic.name);
-        let keep_anchors = learned.keeps_anchors(alt.class);
-        // A template that does not run here is passed over like an empty one.
-        match execute_plan(ctx, opts, &query, keep_anchors, Some(topic), linked) {
+    for next in std::mem::take(&mut planned.next) {
+        // A query that does not run here is passed over like an empty one.
+        match execute_plan(ctx, opts, &next.query, next.keep_anchors, topic, linked) {
             Ok(found) if !found.0.answers.is_empty() => {
-                planned.query = query;
-                planned.keep_anchors = keep_anchors;
+                planned.query = next.query;
+                planned.keep_anchors = next.keep_anchors;
                 planned.info.found_nothing = skipped;
                 return Ok(found);
             }
-            _ => skipped.push(query),
+            _ => skipped.push(next.query),
         }
     }
     // None found anything: the planner's first choice stands.

@@ -104,6 +104,8 @@ pub struct AskOptions {
     /// Send candidates' provenance paths to the LLM.
     pub share_context: bool,
     pub max_retries: usize,
+    /// LLM planner: replies per attempt ([`crate::planner::PlanRequest::samples`]).
+    pub samples: usize,
     /// Relations listed to the LLM at most.
     pub max_relations: usize,
     /// `learned+llm` / `learned+local`: ask the LLM when the learned
@@ -131,6 +133,7 @@ impl Default for AskOptions {
             llm_arbitrate: true,
             share_context: false,
             max_retries: 2,
+            samples: crate::planner::DEFAULT_SAMPLES,
             max_relations: 300,
             fallback_below: crate::planner::DEFAULT_FALLBACK_BELOW,
             rerank: true,

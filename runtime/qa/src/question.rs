@@ -51,9 +51,11 @@ pub fn linked_entities(mentions: &[Mention]) -> Vec<LinkedEntity> {
 }
 
 /// The topic entity among `mentions` of `question`: a bracketed mention
-/// first, else the mention whose best candidate is most probable (the
-/// longer one on a tie, then the earlier one). `None` when no mention has a
-/// candidate.
+/// first, else the mention most surely naming an entity
+/// ([`mention_strength`]); on a tie a mention written as a name (with a
+/// capital letter) before a common word that is also an entity (a tag such
+/// as "screenplay" or "director"), then the longer one, then the earlier
+/// one. `None` when no mention has a candidate.
 pub fn choose_topic(question: &str, mentions: &[Mention]) -> Option<Topic> {
     let best = mentions
         .iter()
@@ -62,14 +64,16 @@ pub fn choose_topic(question: &str, mentions: &[Mention]) -> Option<Topic> {
             let key = |m: &Mention| {
                 (
                     m.bracketed,
-                    m.candidates.first().map(|c| c.probability).unwrap_or(0.0),
+                    mention_strength(m),
+                    written_as_name(question, m),
                     m.end - m.start,
                 )
             };
-            let (ab, ap, al) = key(a);
-            let (bb, bp, bl) = key(b);
+            let (ab, ap, an, al) = key(a);
+            let (bb, bp, bn, bl) = key(b);
             ab.cmp(&bb)
                 .then(ap.total_cmp(&bp))
+                .then(an.cmp(&bn))
                 .then(al.cmp(&bl))
                 // Earlier wins: compare reversed start.
                 .then(b.start.cmp(&a.start))
@@ -92,6 +96,36 @@ pub fn choose_topic(question: &str, mentions: &[Mention]) -> Option<Topic> {
         probability: candidate.probability,
         method: candidate.method,
     })
+}
+
+/// How surely a mention names some entity: the probability shared by its
+/// candidates with the best one's name. Names that differ only in case or
+/// punctuation ("tye sheridan" the tag, "Tye Sheridan" the actor) split the
+/// probability between them, but the mention is no less a name for that.
+fn mention_strength(m: &Mention) -> f32 {
+    let Some(first) = m.candidates.first() else {
+        return 0.0;
+    };
+    let key = kgbox_bundle::normalize::normalize(&first.name);
+    m.candidates
+        .iter()
+        .filter(|c| kgbox_bundle::normalize::normalize(&c.name) == key)
+        .map(|c| c.probability)
+        .sum::<f32>()
+        .min(1.0)
+}
+
+/// Whether the mention is written with a capital letter (the question's
+/// first character aside): a proper name rather than a common word.
+fn written_as_name(question: &str, m: &Mention) -> bool {
+    let from = if m.start == 0 {
+        question.chars().next().map_or(0, char::len_utf8)
+    } else {
+        m.start
+    };
+    question
+        .get(from..m.end.max(from))
+        .is_some_and(|t| t.chars().any(char::is_uppercase))
 }
 
 /// The mention's byte range, widened over its brackets if it was bracketed.
@@ -203,6 +237,46 @@ mod tests {
         assert_eq!(t.name, "Nina Hoss");
         m.text = "nina hoss".into();
         assert_eq!(choose_topic("[nina hoss]", &[m]).expect("topic").entity, 99);
+    }
+
+    #[test]
+    fn a_name_beats_a_common_word_that_is_also_an_entity() {
+        // "screenplay" is a tag and longer than "Brigadoon"; both exact.
+        let q = "who penned the screenplay of Brigadoon";
+        let ms = [
+            mention("screenplay", 15, false, 1.0),
+            mention("Brigadoon", 29, false, 1.0),
+        ];
+        assert_eq!(choose_topic(q, &ms).expect("topic").name, "Brigadoon");
+        // A capital at the question's start does not make a name.
+        let q = "Screenplay credits of brigadoon";
+        let ms = [
+            mention("Screenplay", 0, false, 1.0),
+            mention("brigadoon", 22, false, 1.0),
+        ];
+        assert_eq!(choose_topic(q, &ms).expect("topic").name, "Screenplay");
+        // A more probable common word still wins over a doubtful name.
+        let q = "who penned the screenplay of Brigadon";
+        let ms = [
+            mention("screenplay", 15, false, 1.0),
+            mention("Brigadon", 29, false, 0.6),
+        ];
+        assert_eq!(choose_topic(q, &ms).expect("topic").name, "screenplay");
+    }
+
+    #[test]
+    fn a_name_shared_by_two_entities_is_still_a_sure_mention() {
+        // "Michael Gordon" links to two entities (0.5 each): together as
+        // sure as the tag "director".
+        let q = "name a film Michael Gordon was the director of";
+        let mut m = mention("Michael Gordon", 12, false, 0.5);
+        let mut other = m.candidates[0].clone();
+        other.name = "michael gordon".into();
+        other.entity = 99;
+        m.candidates.push(other);
+        let ms = [m, mention("director", 35, false, 1.0)];
+        let t = choose_topic(q, &ms).expect("topic");
+        assert_eq!(t.name, "Michael Gordon");
     }
 
     #[test]

@@ -155,4 +155,22 @@ fn smollm2_plans_a_chain_from_demonstrations() {
         .expect("the grammar keeps the reply valid");
     assert_eq!(topic, "Heat");
     assert_eq!(chain, ["directed_by"], "{reply}");
+
+    // Several replies from one evaluated prompt: the first is the greedy
+    // one, every one keeps to the grammar and carries a log-probability.
+    let started = std::time::Instant::now();
+    let samples = model.sample(&req, 4).expect("the model samples");
+    println!("SmolLM2 sampled in {:?}: {samples:?}", started.elapsed());
+    assert_eq!(samples.len(), 4);
+    assert_eq!(samples[0].text, reply, "the first reply is the greedy one");
+    for s in &samples {
+        guide
+            .read(&s.text)
+            .expect("every sample keeps to the grammar");
+        let lp = s.logprob.expect("a log-probability");
+        assert!(lp.is_finite() && lp <= 0.0, "{lp}");
+    }
+    // The same prompt gives the same samples (fixed seeds).
+    let again = model.sample(&req, 4).expect("the model samples");
+    assert_eq!(again, samples);
 }

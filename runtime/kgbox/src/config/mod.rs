@@ -20,6 +20,8 @@ pub use qa::{LlmConfig, PlannerConfig};
 
 /// Used when no `--config` is given and this file exists.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/kgbox/config.toml";
+/// Most replies `planner.samples` may ask the LLM for.
+pub const MAX_SAMPLES: usize = 16;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -328,6 +330,12 @@ impl Config {
         l.checked_endpoint()?;
         if l.timeout_ms == 0 {
             return Err(Error::Config("llm.timeout_ms must be at least 1".into()));
+        }
+        if !(1..=MAX_SAMPLES).contains(&p.samples) {
+            return Err(Error::Config(format!(
+                "planner.samples = {} is outside 1..{MAX_SAMPLES}",
+                p.samples
+            )));
         }
         if !(0.0..=1.0).contains(&p.fallback_below) {
             return Err(Error::Config(format!(

@@ -24,6 +24,10 @@ pub struct PlannerConfig {
     pub candidates: usize,
     /// LLM planner: new attempts after an invalid query.
     pub max_retries: usize,
+    /// LLM planner: replies asked for per attempt (the first greedy, the
+    /// others sampled); the most likely one whose query finds answers is
+    /// used.
+    pub samples: usize,
     /// LLM planner: relations listed in the prompt at most.
     pub max_relations: usize,
     /// Rerank candidates with the bundle's answer reranker, when it has one.
@@ -44,6 +48,7 @@ impl Default for PlannerConfig {
             top_k: d.top_k,
             candidates: d.candidates,
             max_retries: d.max_retries,
+            samples: d.samples,
             max_relations: d.max_relations,
             fallback_below: d.fallback_below,
             rerank: d.rerank,

@@ -1,14 +1,15 @@
-//! A learned plan that finds nothing gives way to the planner's next
-//! template, end to end through [`crate::ask::ask`].
+//! A plan that finds nothing gives way to the planner's next choice (the
+//! learned planner's next template, the LLM's next candidate), end to end
+//! through [`crate::ask::ask`].
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::ask;
 use super::test_stages::Plain;
 use crate::llm::scripted::Scripted;
-use crate::llm::LlmError;
+use crate::llm::{LlmError, Sample};
 use crate::pipeline::{AskOptions, AskResult, Context, PlannerKind};
 use crate::planner::features::FeatureSpec;
-use crate::planner::learned::{LearnedPlanner, PlannerMeta};
+use crate::planner::learned::{Demo, LearnedPlanner, PlannerMeta};
 use crate::rerank::test_graph::graph;
 
 const FILMS: &[(&str, &str, &str)] = &[
@@ -28,7 +29,18 @@ fn planner(templates: &[&str]) -> LearnedPlanner {
     for i in 0..templates.len() {
         weights[i * (dim + 1) + dim] = -(i as f32);
     }
-    let meta = PlannerMeta::bare(spec, templates);
+    // One demonstration per template, so that LLM planners are guided.
+    let demos = (0..templates.len())
+        .map(|class| Demo {
+            class,
+            question: "what about [Alien]".into(),
+            topic: "Alien".into(),
+        })
+        .collect();
+    let meta = PlannerMeta {
+        demos,
+        ..PlannerMeta::bare(spec, templates)
+    };
     LearnedPlanner::new(meta, weights).expect("valid")
 }
 
@@ -125,4 +137,53 @@ fn a_kept_learned_plan_does_not_fall_through_to_the_llm_strategies() {
     assert!(r.answers.is_empty());
     assert!(r.strategies.is_empty(), "{:?}", r.strategies);
     assert!(chat.calls().is_empty());
+}
+
+#[test]
+fn the_llm_candidates_are_run_in_order_until_one_finds_answers() {
+    // Three replies: the greedy one (most likely) follows directed_by from a
+    // director and finds nothing; the next candidate, written twice, finds
+    // the films. An invalid reply is only recorded.
+    let chat = Scripted::sampling(|_, n| {
+        assert_eq!(n, 4);
+        let reply = |path: &str, lp: f32| Sample {
+            text: format!(r#"{{"topic": "Ridley Scott", "path": ["{path}"]}}"#),
+            logprob: Some(lp),
+        };
+        Ok(vec![
+            reply("directed_by", -0.5),
+            reply("directed_by_inv", -1.5),
+            reply("directed_by_inv", -1.5),
+            reply("release_year", -3.0),
+        ])
+    });
+    let opts = AskOptions {
+        planner: PlannerKind::Llm,
+        samples: 4,
+        repair: false,
+        strategies: crate::strategies::StrategyOptions {
+            enabled: false,
+            ..Default::default()
+        },
+        llm_arbitrate: false,
+        ..AskOptions::default()
+    };
+    let r = ask_with(
+        &["{topic} -> directed_by", "{topic} -> directed_by_inv"],
+        "what did [Ridley Scott] make",
+        Some(&chat),
+        opts,
+    );
+    assert_eq!(r.planner, PlannerKind::Llm);
+    assert_eq!(r.query, "\"Ridley Scott\" -> directed_by_inv");
+    assert_eq!(
+        r.plan.found_nothing,
+        vec!["\"Ridley Scott\" -> directed_by"]
+    );
+    assert_eq!(r.plan.replies, Some(4));
+    assert_eq!(r.plan.rejected.len(), 1, "release_year is not shortlisted");
+    let votes: Vec<usize> = r.plan.candidates.iter().map(|c| c.votes).collect();
+    assert_eq!(votes, [1, 2]);
+    assert_eq!(r.answers.len(), 2);
+    assert_eq!(chat.calls().len(), 1, "one sampling call");
 }

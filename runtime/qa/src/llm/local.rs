@@ -7,7 +7,10 @@
 //!   badly with a system turn, so their text is merged into the start of the
 //!   first user message.
 //! * Decoding is greedy (the request's temperature is ignored), at most
-//!   `max_tokens` new tokens, up to the end-of-generation token.
+//!   `max_tokens` new tokens, up to the end-of-generation token. Further
+//!   samples ([`ChatBackend::sample`]) reuse the evaluated prompt and are
+//!   drawn at [`SAMPLE_TEMPERATURE`]; each reply carries the model's
+//!   log-probability of its tokens.
 //! * A [`Constraint::JsonSchema`] becomes a GBNF grammar
 //!   ([`json_schema_to_gbnf`]) that constrains the decoding.
 
@@ -27,7 +30,7 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::{send_logs_to_tracing, LogOptions};
 
 use super::gbnf::json_schema_to_gbnf;
-use super::{ChatBackend, ChatRequest, Constraint, LlmError, Message};
+use super::{ChatBackend, ChatRequest, Constraint, LlmError, Message, Sample, SAMPLE_TEMPERATURE};
 
 /// How to load and run a local model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,8 +41,7 @@ pub struct LocalOptions {
     pub threads: usize,
     /// Context size in tokens: prompt plus reply (default 2048).
     pub context: u32,
-    /// Random seed. Decoding is greedy, so it has no effect today; it is kept
-    /// so that a sampling mode can be added without changing the options.
+    /// Random seed of the samples after the first (greedy) reply.
     pub seed: u32,
 }
 
@@ -196,7 +198,17 @@ impl LocalModel {
         Ok(rendered.unwrap_or_else(|| chatml(&messages)))
     }
 
-    fn generate(&self, req: &ChatRequest, prompt: &str) -> Result<(String, bool), LlmError> {
+    /// `n` replies to `prompt`: the first greedy, the others sampled at
+    /// [`SAMPLE_TEMPERATURE`] from the same evaluated prompt (its cache is
+    /// kept; only the reply's tokens are dropped between samples). Each
+    /// reply comes with whether it ended on its own and the model's
+    /// log-probability of its tokens.
+    fn generate(
+        &self,
+        req: &ChatRequest,
+        prompt: &str,
+        n: usize,
+    ) -> Result<Vec<(String, bool, f32)>, LlmError> {
         let backend = backend()?;
         let n_ctx = self.options.context;
         // Checked in `load`.
@@ -211,9 +223,9 @@ impl LocalModel {
 
         let vocab = self.model.vocab();
         let tokens = vocab.tokenize(prompt.as_bytes(), true, true);
-        if tokens.is_empty() {
+        let Some(&last) = tokens.last() else {
             return Err(local("the prompt has no tokens"));
-        }
+        };
         let n_prompt = i32::try_from(tokens.len()).unwrap_or(i32::MAX);
         if n_prompt >= n_ctx_i32 {
             return Err(local(format!(
@@ -221,19 +233,31 @@ impl LocalModel {
                 tokens.len()
             )));
         }
-
-        let mut sampler = match &req.constraint {
-            Constraint::None => LlamaSampler::greedy(),
-            Constraint::JsonSchema { name, schema } => {
-                let grammar = json_schema_to_gbnf(schema)?;
-                let grammar =
-                    LlamaSampler::grammar(&self.model, &grammar, "root").map_err(|e| {
+        let grammar = match &req.constraint {
+            Constraint::None => None,
+            Constraint::JsonSchema { name, schema } => Some((name, json_schema_to_gbnf(schema)?)),
+        };
+        let sampler = |i: usize| -> Result<LlamaSampler, LlmError> {
+            let pick = if i == 0 {
+                LlamaSampler::greedy()
+            } else {
+                let seed = self.options.seed.wrapping_add(i as u32);
+                LlamaSampler::chain_simple([
+                    LlamaSampler::temp(SAMPLE_TEMPERATURE),
+                    LlamaSampler::dist(seed),
+                ])
+            };
+            Ok(match &grammar {
+                None => pick,
+                Some((name, g)) => {
+                    let g = LlamaSampler::grammar(&self.model, g, "root").map_err(|e| {
                         local(format!(
                             "llama.cpp rejects the grammar for schema {name}: {e}"
                         ))
                     })?;
-                LlamaSampler::chain_simple([grammar, LlamaSampler::greedy()])
-            }
+                    LlamaSampler::chain_simple([g, pick])
+                }
+            })
         };
 
         let params = LlamaContextParams::default()
@@ -255,59 +279,123 @@ impl LocalModel {
             .map_err(|e| local(format!("llama.cpp cannot decode the prompt: {e}")))?;
 
         let budget = i64::from(req.max_tokens).min(i64::from(n_ctx_i32 - n_prompt));
-        let mut pos = n_prompt;
-        let mut out = Vec::new();
-        let mut finished = false;
-        let mut produced: i64 = 0;
-        while produced < budget {
-            let token = sampler.sample(&ctx, batch.n_tokens() - 1);
-            if vocab.is_eog(token) {
-                finished = true;
-                break;
+        let mut replies = Vec::with_capacity(n);
+        for i in 0..n.max(1) {
+            if i > 0 {
+                // Back to the end of the prompt: drop the last reply's
+                // tokens and decode the prompt's last token again for its
+                // logits.
+                let from = u32::try_from(n_prompt - 1).unwrap_or(0);
+                ctx.clear_kv_cache_seq(Some(0), Some(from), None)
+                    .map_err(|e| local(format!("cannot reset the cache: {e}")))?;
+                batch.clear();
+                batch
+                    .add(last, n_prompt - 1, &[0], true)
+                    .map_err(|e| local(format!("cannot batch the prompt's end: {e}")))?;
+                ctx.decode(&mut batch)
+                    .map_err(|e| local(format!("llama.cpp cannot decode the prompt: {e}")))?;
             }
-            vocab.token_to_piece_into(token, &mut out, false, None);
-            produced += 1;
-            if produced >= budget {
-                break;
+            let mut sampler = sampler(i)?;
+            let mut pos = n_prompt;
+            let mut out = Vec::new();
+            let mut finished = false;
+            let mut produced: i64 = 0;
+            let mut logprob = 0.0f64;
+            while produced < budget {
+                let at = batch.n_tokens() - 1;
+                let token = sampler.sample(&ctx, at);
+                logprob += log_softmax_at(ctx.get_logits_ith(at), token.0);
+                if vocab.is_eog(token) {
+                    finished = true;
+                    break;
+                }
+                vocab.token_to_piece_into(token, &mut out, false, None);
+                produced += 1;
+                if produced >= budget {
+                    break;
+                }
+                batch.clear();
+                batch
+                    .add(token, pos, &[0], true)
+                    .map_err(|e| local(format!("cannot batch token {produced}: {e}")))?;
+                pos += 1;
+                ctx.decode(&mut batch)
+                    .map_err(|e| local(format!("llama.cpp cannot decode token {produced}: {e}")))?;
             }
-            batch.clear();
-            batch
-                .add(token, pos, &[0], true)
-                .map_err(|e| local(format!("cannot batch token {produced}: {e}")))?;
-            pos += 1;
-            ctx.decode(&mut batch)
-                .map_err(|e| local(format!("llama.cpp cannot decode token {produced}: {e}")))?;
+            replies.push((
+                String::from_utf8_lossy(&out).into_owned(),
+                finished,
+                logprob as f32,
+            ));
         }
-        Ok((String::from_utf8_lossy(&out).into_owned(), finished))
+        Ok(replies)
     }
-}
 
-impl ChatBackend for LocalModel {
-    fn complete(&self, req: &ChatRequest) -> Result<String, LlmError> {
+    /// `n` replies, trimmed; with a JSON-schema constraint, those that are
+    /// not JSON are dropped (an error when none is left).
+    fn replies(&self, req: &ChatRequest, n: usize) -> Result<Vec<Sample>, LlmError> {
         if req.max_tokens == 0 {
             return Err(local("max_tokens is 0"));
         }
         let prompt = self.render_prompt(&req.messages)?;
-        let (text, finished) = {
+        let replies = {
             // A panic while holding the lock leaves nothing half-done to see.
             let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-            self.generate(req, &prompt)?
+            self.generate(req, &prompt, n)?
         };
-        let text = text.trim().to_string();
-        if let Constraint::JsonSchema { .. } = req.constraint {
-            if serde_json::from_str::<serde_json::Value>(&text).is_err() {
-                let why = if finished {
-                    "is not valid JSON"
-                } else {
-                    "was cut off before the JSON was complete"
-                };
-                return Err(LlmError::BadReply(format!(
-                    "the local model's reply {why} (max_tokens {}): {text}",
-                    req.max_tokens
-                )));
+        let mut out = Vec::new();
+        let mut first_error = None;
+        for (text, finished, logprob) in replies {
+            let text = text.trim().to_string();
+            if let Constraint::JsonSchema { .. } = req.constraint {
+                if serde_json::from_str::<serde_json::Value>(&text).is_err() {
+                    let why = if finished {
+                        "is not valid JSON"
+                    } else {
+                        "was cut off before the JSON was complete"
+                    };
+                    first_error.get_or_insert_with(|| {
+                        LlmError::BadReply(format!(
+                            "the local model's reply {why} (max_tokens {}): {text}",
+                            req.max_tokens
+                        ))
+                    });
+                    continue;
+                }
             }
+            out.push(Sample {
+                text,
+                logprob: Some(logprob),
+            });
         }
-        Ok(text)
+        match (out.is_empty(), first_error) {
+            (true, Some(e)) => Err(e),
+            _ => Ok(out),
+        }
+    }
+}
+
+/// `ln softmax(logits)[token]` (minus infinity for a token out of range).
+fn log_softmax_at(logits: &[f32], token: i32) -> f64 {
+    let Some(&x) = usize::try_from(token).ok().and_then(|t| logits.get(t)) else {
+        return f64::NEG_INFINITY;
+    };
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f64 = logits.iter().map(|&l| f64::from(l - max).exp()).sum();
+    f64::from(x - max) - sum.ln()
+}
+
+impl ChatBackend for LocalModel {
+    fn complete(&self, req: &ChatRequest) -> Result<String, LlmError> {
+        let mut replies = self.replies(req, 1)?.into_iter();
+        replies
+            .next()
+            .map(|s| s.text)
+            .ok_or_else(|| local("the model gave no reply"))
+    }
+
+    fn sample(&self, req: &ChatRequest, n: usize) -> Result<Vec<Sample>, LlmError> {
+        self.replies(req, n)
     }
 
     fn endpoint(&self) -> String {
@@ -391,6 +479,15 @@ mod tests {
             chatml(&[Message::user("Hi")]),
             "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
         );
+    }
+
+    #[test]
+    fn log_softmax_of_a_token() {
+        let l = [0.0f32, 0.0, (2.0f32).ln()];
+        assert!((log_softmax_at(&l, 2) - 0.5f64.ln()).abs() < 1e-6);
+        assert!((log_softmax_at(&l, 0) - 0.25f64.ln()).abs() < 1e-6);
+        assert_eq!(log_softmax_at(&l, 3), f64::NEG_INFINITY);
+        assert_eq!(log_softmax_at(&l, -1), f64::NEG_INFINITY);
     }
 
     #[test]

@@ -88,10 +88,33 @@ pub enum LlmError {
     Audit(String),
 }
 
+/// Temperature of the replies sampled after the first (greedy) one.
+pub const SAMPLE_TEMPERATURE: f32 = 0.8;
+
+/// One reply of several ([`ChatBackend::sample`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub text: String,
+    /// The model's log-probability of the reply's tokens (natural log,
+    /// summed), when the backend reports it.
+    pub logprob: Option<f32>,
+}
+
 /// A language model that completes chats.
 pub trait ChatBackend: Send + Sync {
     /// The assistant's reply text (for a JSON-schema constraint, the JSON text).
     fn complete(&self, req: &ChatRequest) -> Result<String, LlmError>;
+    /// Up to `n` replies to `req` with their log-probabilities: the first
+    /// decoded at `req.temperature`, the others sampled at
+    /// [`SAMPLE_TEMPERATURE`]. A backend that cannot sample gives one reply
+    /// without a log-probability. Fails only when no reply was had.
+    fn sample(&self, req: &ChatRequest, n: usize) -> Result<Vec<Sample>, LlmError> {
+        let _ = n;
+        Ok(vec![Sample {
+            text: self.complete(req)?,
+            logprob: None,
+        }])
+    }
     /// Where the model runs, for logs and the audit log (a URL, or `local:PATH`).
     fn endpoint(&self) -> String;
 }

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use super::audit::AuditLog;
 use super::policy::Endpoint;
-use super::{ChatBackend, ChatRequest, Constraint, LlmError};
+use super::{ChatBackend, ChatRequest, Constraint, LlmError, Sample, SAMPLE_TEMPERATURE};
 
 /// Replies larger than this are refused.
 pub const MAX_REPLY_BYTES: u64 = 4 << 20;
@@ -54,8 +54,10 @@ impl OpenAiClient {
         }
     }
 
-    /// The request body for `req` (what the audit log records and the wire carries).
-    pub fn body(&self, req: &ChatRequest) -> Value {
+    /// The request body for `req` (what the audit log records and the wire
+    /// carries). With `sample`, the reply's token log-probabilities are
+    /// asked for and the sample's number is the seed.
+    pub fn body(&self, req: &ChatRequest, sample: Option<u64>) -> Value {
         let mut body = json!({
             "model": self.model,
             "messages": req.messages,
@@ -73,13 +75,17 @@ impl OpenAiClient {
                 })
             };
         }
+        if let Some(seed) = sample {
+            body["logprobs"] = json!(true);
+            body["seed"] = json!(seed);
+        }
         body
     }
 
     /// One audited call with `req`'s body as it is now.
-    fn call(&self, req: &ChatRequest) -> Result<Vec<u8>, LlmError> {
-        let body =
-            serde_json::to_vec(&self.body(req)).map_err(|e| LlmError::BadReply(e.to_string()))?;
+    fn call(&self, req: &ChatRequest, sample: Option<u64>) -> Result<Vec<u8>, LlmError> {
+        let body = serde_json::to_vec(&self.body(req, sample))
+            .map_err(|e| LlmError::BadReply(e.to_string()))?;
         let id = self
             .audit
             .before(&self.endpoint.to_string(), req.purpose, &body)?;
@@ -173,19 +179,61 @@ pub fn reply_content(reply: &[u8]) -> Result<String, LlmError> {
         .ok_or_else(|| LlmError::BadReply("no choices[0].message.content".into()))
 }
 
-impl ChatBackend for OpenAiClient {
-    fn complete(&self, req: &ChatRequest) -> Result<String, LlmError> {
-        let mut result = self.call(req);
+/// The summed log-probability of the reply's tokens, when the server gave
+/// them (`choices[0].logprobs.content[].logprob`).
+pub fn reply_logprob(reply: &[u8]) -> Option<f32> {
+    let v: Value = serde_json::from_slice(reply).ok()?;
+    let tokens = v.pointer("/choices/0/logprobs/content")?.as_array()?;
+    let mut sum = 0.0f64;
+    for t in tokens {
+        sum += t.get("logprob")?.as_f64()?;
+    }
+    (!tokens.is_empty() && sum.is_finite()).then_some(sum as f32)
+}
+
+impl OpenAiClient {
+    /// One exchange; a server that refuses the `json_schema` form is asked
+    /// again (and from then on) with `json_object`.
+    fn exchange(&self, req: &ChatRequest, sample: Option<u64>) -> Result<Vec<u8>, LlmError> {
+        let mut result = self.call(req, sample);
         if let Err(LlmError::Status { body, .. }) = &result {
             let schema_refused = matches!(req.constraint, Constraint::JsonSchema { .. })
                 && !self.json_object.load(Ordering::Relaxed)
                 && body.contains("response_format");
             if schema_refused {
                 self.json_object.store(true, Ordering::Relaxed);
-                result = self.call(req);
+                result = self.call(req, sample);
             }
         }
-        reply_content(&result?)
+        result
+    }
+}
+
+impl ChatBackend for OpenAiClient {
+    fn complete(&self, req: &ChatRequest) -> Result<String, LlmError> {
+        reply_content(&self.exchange(req, None)?)
+    }
+
+    /// One call per reply (not every server honours `n`); a failure after
+    /// the first reply ends the sampling with the replies had.
+    fn sample(&self, req: &ChatRequest, n: usize) -> Result<Vec<Sample>, LlmError> {
+        let mut out = Vec::new();
+        for i in 0..n.max(1) {
+            let mut r = req.clone();
+            if i > 0 {
+                r.temperature = SAMPLE_TEMPERATURE;
+            }
+            let reply = match self.exchange(&r, Some(i as u64)) {
+                Ok(reply) => reply,
+                Err(e) if out.is_empty() => return Err(e),
+                Err(_) => break,
+            };
+            out.push(Sample {
+                text: reply_content(&reply)?,
+                logprob: reply_logprob(&reply),
+            });
+        }
+        Ok(out)
     }
 
     fn endpoint(&self) -> String {
@@ -292,5 +340,15 @@ mod tests {
         assert_eq!(reply_content(ok).expect("content"), "hi");
         let e = reply_content(br#"{"choices":[]}"#).expect_err("no content");
         assert!(e.to_string().contains("choices[0]"), "{e}");
+    }
+
+    #[test]
+    fn reply_logprobs_are_summed_when_given() {
+        let with = br#"{"choices":[{"message":{"content":"hi"},"logprobs":{"content":[{"token":"h","logprob":-0.5},{"token":"i","logprob":-0.25}]}}]}"#;
+        assert_eq!(reply_logprob(with), Some(-0.75));
+        let without = br#"{"choices":[{"message":{"content":"hi"},"logprobs":null}]}"#;
+        assert_eq!(reply_logprob(without), None);
+        let bad = br#"{"choices":[{"logprobs":{"content":[{"token":"h"}]}}]}"#;
+        assert_eq!(reply_logprob(bad), None);
     }
 }

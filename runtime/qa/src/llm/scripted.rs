@@ -4,12 +4,16 @@
 
 use std::sync::Mutex;
 
-use super::{ChatBackend, ChatRequest, LlmError};
+use super::{ChatBackend, ChatRequest, LlmError, Sample};
 
 type Script = dyn Fn(&ChatRequest) -> Result<String, LlmError> + Send + Sync;
+type SampleScript = dyn Fn(&ChatRequest, usize) -> Result<Vec<Sample>, LlmError> + Send + Sync;
 
 pub(crate) struct Scripted {
     reply: Box<Script>,
+    /// Answers [`ChatBackend::sample`] when set (else the default: one
+    /// reply from `reply`).
+    samples: Option<Box<SampleScript>>,
     calls: Mutex<Vec<ChatRequest>>,
 }
 
@@ -19,6 +23,18 @@ impl Scripted {
     ) -> Self {
         Scripted {
             reply: Box::new(reply),
+            samples: None,
+            calls: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A model whose `sample` gives `replies(request, n)`.
+    pub(crate) fn sampling(
+        replies: impl Fn(&ChatRequest, usize) -> Result<Vec<Sample>, LlmError> + Send + Sync + 'static,
+    ) -> Self {
+        Scripted {
+            reply: Box::new(|_| Err(LlmError::BadReply("only sample() is scripted".into()))),
+            samples: Some(Box::new(replies)),
             calls: Mutex::new(Vec::new()),
         }
     }
@@ -47,6 +63,18 @@ impl ChatBackend for Scripted {
     fn complete(&self, req: &ChatRequest) -> Result<String, LlmError> {
         self.calls.lock().unwrap().push(req.clone());
         (self.reply)(req)
+    }
+    fn sample(&self, req: &ChatRequest, n: usize) -> Result<Vec<Sample>, LlmError> {
+        match &self.samples {
+            Some(script) => {
+                self.calls.lock().unwrap().push(req.clone());
+                script(req, n)
+            }
+            None => Ok(vec![Sample {
+                text: self.complete(req)?,
+                logprob: None,
+            }]),
+        }
     }
     fn endpoint(&self) -> String {
         "scripted".into()

@@ -3,15 +3,19 @@
 //!
 //! * **Retrieval.** The bundle's learned planner ranks its templates for the
 //!   question; the [`DEMO_TEMPLATES`] most likely chain templates contribute
-//!   their stored example questions nearest to this one (by shared words),
-//!   [`TOP_DEMOS`] of the most likely and one of each other, as question /
-//!   reply pairs. The most likely come last, next to the question.
+//!   their stored example questions nearest to this one, [`TOP_DEMOS`] of
+//!   the most likely and one of each other, as question / reply pairs. The
+//!   most likely come last, next to the question. Nearest is by the
+//!   sentence encoder's vectors, which the packager stores for every
+//!   demonstration (by shared words in bundles without them). When a
+//!   demonstration of another chain template is nearer to the question
+//!   than the most likely template's nearest, it is shown too (at most
+//!   [`NEAREST_OTHER`]), whatever the planner thinks of its template.
 //! * **Shortlist.** The relations of the most likely chain templates until
 //!   their probabilities sum to [`NUCLEUS`] (at most
-//!   [`SHORTLIST_TEMPLATES`]), never the whole vocabulary: a sure planner
-//!   leaves the model one template's relations, an unsure one more.
-//!   Demonstrations come from these templates too. No triple or answer is
-//!   ever shown.
+//!   [`SHORTLIST_TEMPLATES`]), and of the nearest other demonstrations,
+//!   never the whole vocabulary: a sure planner leaves the model few
+//!   relations, an unsure one more. No triple or answer is ever shown.
 //! * **Constrained reply.** `{"topic": one of the linked entities, "path":
 //!   [1 to MAX_HOPS shortlisted relations]}` as a JSON schema (a GBNF grammar
 //!   for the local model, `response_format` for an OpenAI-compatible
@@ -37,6 +41,9 @@ pub const SHORTLIST_TEMPLATES: usize = 8;
 pub const NUCLEUS: f32 = 0.99;
 /// Longest chain a reply may write.
 pub const MAX_HOPS: usize = 3;
+/// Demonstrations of templates outside the most likely ones that are shown
+/// when they are nearer to the question than the most likely template's.
+pub const NEAREST_OTHER: usize = 1;
 
 const INSTRUCTION: &str =
     "Each question is about the entity in [brackets]. Reply with the topic entity \
@@ -68,29 +75,59 @@ fn words(text: &str) -> HashSet<String> {
         .collect()
 }
 
-/// The demos of `class`, those sharing most words with `question` first
-/// (ties: stored order).
-fn nearest<'d>(demos: &'d [Demo], class: usize, question: &HashSet<String>) -> Vec<&'d Demo> {
-    let mut scored: Vec<(usize, &Demo)> = demos
-        .iter()
-        .filter(|d| d.class == class)
-        .map(|d| (words(&d.question).intersection(question).count(), d))
-        .collect();
-    scored.sort_by_key(|s| std::cmp::Reverse(s.0));
-    scored.into_iter().map(|(_, d)| d).collect()
+/// How near a stored demonstration is to the question: the cosine of
+/// their sentence vectors when both are known, else the words they share.
+struct Nearness<'a> {
+    learned: &'a LearnedPlanner,
+    vector: Option<&'a [f32]>,
+    words: HashSet<String>,
+}
+
+impl Nearness<'_> {
+    fn of(&self, i: usize, demo: &Demo) -> f32 {
+        match (self.vector, self.learned.demo_vector(i)) {
+            (Some(q), Some(v)) if q.len() == v.len() => {
+                let norm = q.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+                q.iter().zip(v).map(|(a, b)| a * b).sum::<f32>() / norm
+            }
+            _ => words(&demo.question).intersection(&self.words).count() as f32,
+        }
+    }
+
+    /// The demos for which `keep(class)` holds with their nearness,
+    /// nearest first (ties: stored order).
+    fn ranked(&self, keep: impl Fn(usize) -> bool) -> Vec<(f32, usize)> {
+        let demos = &self.learned.meta.demos;
+        let mut scored: Vec<(f32, usize)> = demos
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| keep(d.class))
+            .map(|(i, d)| (self.of(i, d), i))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scored
+    }
 }
 
 impl Guide {
     /// The guide for `question`, from the learned planner's predictions
-    /// (most likely first) and the linked entities' names; `None` when no
+    /// (most likely first), the masked question's sentence vector (when the
+    /// planner made one) and the linked entities' names; `None` when no
     /// predicted template is a chain with a demonstration.
     pub fn new(
         learned: &LearnedPlanner,
         preds: &[Prediction],
         question: &str,
+        vector: Option<&[f32]>,
         topics: Vec<String>,
     ) -> Option<Guide> {
-        let asked = words(question);
+        let near = Nearness {
+            learned,
+            vector,
+            words: words(question),
+        };
+        let demos_of = &learned.meta.demos;
+        let chain_of = |class: usize| learned.meta.templates.get(class)?.chain();
         // The nucleus: the most likely chain templates until their
         // probabilities sum to NUCLEUS (at least one, at most
         // SHORTLIST_TEMPLATES). A sure planner leaves one template's
@@ -106,25 +143,58 @@ impl Guide {
                 mass += p.probability;
             }
         }
-        let mut demos = Vec::new();
-        for (rank, (class, path)) in chains.iter().take(DEMO_TEMPLATES).enumerate() {
+        let shown_classes: Vec<usize> = chains
+            .iter()
+            .take(DEMO_TEMPLATES)
+            .map(|(c, _)| *c)
+            .collect();
+        // Most likely template first here: the list is reversed below.
+        let mut picked: Vec<usize> = Vec::new();
+        let mut top_nearness = f32::NEG_INFINITY;
+        for (rank, class) in shown_classes.iter().enumerate() {
             let take = if rank == 0 { TOP_DEMOS } else { 1 };
-            // Nearest first here: the list is reversed below.
-            for d in nearest(&learned.meta.demos, *class, &asked)
-                .into_iter()
-                .take(take)
-            {
-                demos.push(Shown {
-                    question: d.question.clone(),
-                    topic: d.topic.clone(),
-                    path: path.iter().map(|r| r.to_string()).collect(),
-                });
+            let nearest = near.ranked(|c| c == *class);
+            if let (0, Some((s, _))) = (rank, nearest.first()) {
+                top_nearness = *s;
             }
+            picked.extend(nearest.into_iter().take(take).map(|(_, i)| i));
         }
-        if demos.is_empty() || topics.is_empty() {
+        if picked.is_empty() || topics.is_empty() {
             return None;
         }
-        demos.reverse();
+        // Demonstrations of other chain templates nearer than the most
+        // likely template's go before the likely templates' (after the
+        // reversal), their relations into the shortlist.
+        let others: Vec<usize> = near
+            .ranked(|c| !shown_classes.contains(&c) && chain_of(c).is_some())
+            .into_iter()
+            .take_while(|(s, _)| *s > top_nearness)
+            .take(NEAREST_OTHER)
+            .map(|(_, i)| i)
+            .collect();
+        for &i in &others {
+            let class = demos_of[i].class;
+            if !chains.iter().any(|(c, _)| *c == class) {
+                if let Some(path) = chain_of(class) {
+                    chains.push((class, path));
+                }
+            }
+        }
+        picked.reverse();
+        let mut order = others;
+        order.reverse();
+        order.extend(picked);
+        let demos = order
+            .into_iter()
+            .filter_map(|i| {
+                let d = demos_of.get(i)?;
+                Some(Shown {
+                    question: d.question.clone(),
+                    topic: d.topic.clone(),
+                    path: chain_of(d.class)?.iter().map(|r| r.to_string()).collect(),
+                })
+            })
+            .collect();
         let mut relations: Vec<String> = Vec::new();
         for (_, path) in &chains {
             for r in path {
@@ -314,6 +384,7 @@ mod tests {
             &p,
             &preds,
             "who was the director of [Blade Runner]",
+            None,
             vec!["Blade Runner".into()],
         )
         .expect("a guide");
@@ -351,15 +422,71 @@ mod tests {
             m[6].content,
             "Question: who was the director of [Blade Runner]"
         );
-        assert!(Guide::new(&p, &[pred(&p, 2, 1.0)], "x", vec!["Y".into()]).is_none());
-        assert!(Guide::new(&p, &preds, "x", vec![]).is_none());
+        assert!(Guide::new(&p, &[pred(&p, 2, 1.0)], "x", None, vec!["Y".into()]).is_none());
+        assert!(Guide::new(&p, &preds, "x", None, vec![]).is_none());
+    }
+
+    #[test]
+    fn a_nearer_demo_of_another_template_is_shown_by_vectors() {
+        // Two templates, a demo of each with a stored vector; the planner
+        // is sure of the first.
+        let spec = FeatureSpec {
+            embed_dim: 2,
+            ngram_buckets: 1,
+            signature_buckets: 1,
+        };
+        let templates = ["{topic} -> directed_by", "{topic} -> has_genre"];
+        let demos = vec![
+            Demo {
+                class: 0,
+                question: "who directed [Alien]".into(),
+                topic: "Alien".into(),
+            },
+            Demo {
+                class: 1,
+                question: "what kind of film is [Heat]".into(),
+                topic: "Heat".into(),
+            },
+        ];
+        let meta = PlannerMeta {
+            demos,
+            demo_vectors: true,
+            ..PlannerMeta::bare(spec, &templates)
+        };
+        let mut w = vec![0.0; 2 * (spec.dim() + 1)];
+        w.extend([1.0, 0.0, 0.0, 1.0]);
+        let p = LearnedPlanner::new(meta, w).expect("valid");
+        assert_eq!(p.demo_vector(1), Some(&[0.0, 1.0][..]));
+        let preds = [pred(&p, 0, 0.99), pred(&p, 1, 0.01)];
+        let topics = || vec!["Blade Runner".into()];
+        // Near the genre demo (which shares no word with the question):
+        // shown first, its relation offered.
+        let q = "which genre is [Blade Runner]";
+        let g = Guide::new(&p, &preds, q, Some(&[0.1, 2.0]), topics()).expect("a guide");
+        let qs: Vec<&str> = g.demos.iter().map(|d| d.question.as_str()).collect();
+        assert_eq!(qs, ["what kind of film is [Heat]", "who directed [Alien]"]);
+        assert_eq!(g.relations, ["directed_by", "has_genre"]);
+        // Nearer the director demo: the sure planner's template alone.
+        let g = Guide::new(&p, &preds, q, Some(&[2.0, 0.1]), topics()).expect("a guide");
+        assert_eq!(g.demos.len(), 1);
+        assert_eq!(g.relations, ["directed_by"]);
+        // A bundle without vectors: shared words ("film" is not in the
+        // question, "directed" neither): no other demo is nearer.
+        let g = Guide::new(&p, &preds, "who made [X]", None, topics()).expect("a guide");
+        assert_eq!(g.relations, ["directed_by"]);
     }
 
     #[test]
     fn replies_are_checked_and_become_chain_queries() {
         let p = planner();
-        let g =
-            Guide::new(&p, &[pred(&p, 1, 1.0)], "q", vec!["Say \"Hi\"".into()]).expect("a guide");
+        let g = Guide::new(
+            &p,
+            &[pred(&p, 1, 1.0)],
+            "q",
+            None,
+            vec!["Say \"Hi\"".into()],
+        )
+        .expect("a guide");
         let (t, path) = g
             .read(r#"{"topic": "Say \"Hi\"", "path": ["directed_by", "has_genre"]}"#)
             .expect("valid");

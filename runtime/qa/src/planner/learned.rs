@@ -2,7 +2,9 @@
 //! ([`super::features`]) to query templates ([`super::template`]), trained by
 //! the packager (`super::train`) and stored in the bundle as two sections:
 //! `planner.meta` (JSON: [`PlannerMeta`]) and `planner.weights` (`f32`
-//! little-endian, `[class][feature + 1]`, the bias last).
+//! little-endian, `[class][feature + 1]`, the bias last; then each relation
+//! head's rows the same way; then, when `demo_vectors` is set, each
+//! demonstration's unit-length sentence vector).
 
 use serde::{Deserialize, Serialize};
 
@@ -57,6 +59,11 @@ pub struct PlannerMeta {
     /// ([`super::guided`]); empty in bundles packed before they existed.
     #[serde(default)]
     pub demos: Vec<Demo>,
+    /// Whether `planner.weights` ends with each demonstration's sentence
+    /// vector (of its masked question), for retrieving the nearest ones.
+    /// False in bundles packed before they existed, and without an encoder.
+    #[serde(default)]
+    pub demo_vectors: bool,
     /// Relation heads ([`super::heads`]); their weights follow the
     /// templates' in `planner.weights`. Empty in bundles packed before
     /// they existed.
@@ -107,6 +114,11 @@ impl LearnedPlanner {
                 "the {:?} head has no labels or a weight that is not a number >= 0",
                 h.kind
             )));
+        }
+        if meta.demo_vectors && meta.features.embed_dim == 0 {
+            return Err(PlannerError::Meta(
+                "demo_vectors is set but the planner has no embedding block".into(),
+            ));
         }
         if let Some(d) = meta.demos.iter().find(|d| d.class >= meta.templates.len()) {
             return Err(PlannerError::Meta(format!(
@@ -177,6 +189,17 @@ impl LearnedPlanner {
         &self.meta.features
     }
 
+    /// The sentence vector of demonstration `i` (unit length), when the
+    /// bundle stores them.
+    pub fn demo_vector(&self, i: usize) -> Option<&[f32]> {
+        if !self.meta.demo_vectors || i >= self.meta.demos.len() {
+            return None;
+        }
+        let d = self.meta.features.embed_dim;
+        let start = self.meta.model_weight_count() + i * d;
+        self.weights.get(start..start + d)
+    }
+
     /// Row `class` of the block that starts at row `first`.
     fn row(&self, first: usize, class: usize) -> &[f32] {
         let d = self.meta.features.dim() + 1;
@@ -244,6 +267,7 @@ impl PlannerMeta {
             answer_threshold: 0.5,
             keep_anchors: vec![],
             demos: vec![],
+            demo_vectors: false,
             heads: vec![],
             encoder: None,
             trained_on: templates.len(),
@@ -253,8 +277,22 @@ impl PlannerMeta {
 
     /// Floats in `planner.weights`: the templates' rows and the heads'.
     pub fn weight_count(&self) -> usize {
+        self.model_weight_count() + self.demo_vector_count()
+    }
+
+    /// Floats of the templates' and heads' rows.
+    fn model_weight_count(&self) -> usize {
         let rows = self.templates.len() + self.heads.iter().map(|h| h.labels.len()).sum::<usize>();
         rows * (self.features.dim() + 1)
+    }
+
+    /// Floats of the demonstrations' vectors.
+    fn demo_vector_count(&self) -> usize {
+        if self.demo_vectors {
+            self.demos.len() * self.features.embed_dim
+        } else {
+            0
+        }
     }
 }
 

@@ -1,6 +1,13 @@
 //! The LLM planner: ask for a query, check it (parse and bind against the
 //! bundle, [`validate`]), and on an error ask again with the error message,
 //! a bounded number of times.
+//!
+//! Each attempt may ask for several replies ([`ChatBackend::sample`]: the
+//! first greedy, the others sampled). The valid ones become
+//! [`Candidate`]s, one per distinct query, ranked by the model's
+//! log-probability of the replies that wrote it (then by how many did);
+//! the caller reranks them further and runs them in order until one finds
+//! answers (self-consistency by execution).
 
 use kgbox_bundle::Kg;
 use serde::Serialize;
@@ -18,12 +25,33 @@ pub struct Rejected {
     pub error: String,
 }
 
+/// One distinct query that valid replies wrote.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Candidate {
+    pub query: String,
+    /// ln of the summed probability of the distinct replies that wrote it
+    /// (`None` when the backend reports no log-probabilities).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logprob: Option<f32>,
+    /// Replies that wrote it.
+    pub votes: usize,
+    /// The final ranking score (the planner's: log-probability and answer
+    /// type agreement), once ranked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f32>,
+}
+
 /// What the LLM planner produced.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LlmPlan {
+    /// The best candidate's query.
     pub query: String,
-    /// Calls made (1 + retries).
+    /// Every distinct valid query of the successful attempt, best first.
+    pub candidates: Vec<Candidate>,
+    /// Attempts made (1 + retries).
     pub attempts: usize,
+    /// Replies received over all attempts.
+    pub replies: usize,
     pub rejected: Vec<Rejected>,
 }
 
@@ -116,48 +144,121 @@ pub fn plan(
         backend,
         plan_messages(question, entities, relations),
         plan_constraint(),
-        max_retries,
+        Tries {
+            max_retries,
+            samples: 1,
+        },
         &|reply| extract_query(reply).and_then(|q| validate(&q).map(|()| q)),
     )
 }
 
-/// Asks `backend` with `messages` under `constraint`; `read` turns a reply
-/// into a query or the reason it cannot be used, which is shown to the LLM
-/// on the next of at most `max_retries` retries.
+/// How often [`plan_with`] asks.
+#[derive(Debug, Clone, Copy)]
+pub struct Tries {
+    /// New attempts after an attempt with no valid reply.
+    pub max_retries: usize,
+    /// Replies asked for per attempt.
+    pub samples: usize,
+}
+
+/// `ln(e^a + e^b)`.
+fn log_add(a: f32, b: f32) -> f32 {
+    let (hi, lo) = if a >= b { (a, b) } else { (b, a) };
+    hi + (lo - hi).exp().ln_1p()
+}
+
+/// The distinct queries of `valid` (reply text, query, log-probability),
+/// best first: by log-probability (summed over distinct replies), then
+/// votes, then first appearance.
+pub fn rank_candidates(valid: &[(String, String, Option<f32>)]) -> Vec<Candidate> {
+    let mut out: Vec<Candidate> = Vec::new();
+    let mut seen_texts: Vec<&str> = Vec::new();
+    for (text, query, logprob) in valid {
+        let repeat = seen_texts.contains(&text.as_str());
+        seen_texts.push(text);
+        match out.iter_mut().find(|c| &c.query == query) {
+            Some(c) => {
+                c.votes += 1;
+                // The same reply sampled twice is one outcome, not two.
+                if !repeat {
+                    c.logprob = match (c.logprob, logprob) {
+                        (Some(a), Some(b)) => Some(log_add(a, *b)),
+                        (a, b) => a.or(*b),
+                    };
+                }
+            }
+            None => out.push(Candidate {
+                query: query.clone(),
+                logprob: *logprob,
+                votes: 1,
+                score: None,
+            }),
+        }
+    }
+    // Stable: ties keep the order of appearance (the greedy reply first).
+    out.sort_by(|a, b| {
+        let lp = |c: &Candidate| c.logprob.unwrap_or(f32::NEG_INFINITY);
+        lp(b).total_cmp(&lp(a)).then(b.votes.cmp(&a.votes))
+    });
+    out
+}
+
+/// Asks `backend` with `messages` under `constraint` for `tries.samples`
+/// replies; `read` turns a reply into a query or the reason it cannot be
+/// used. When no reply is valid, the first one's reason is shown to the LLM
+/// on the next of at most `tries.max_retries` retries.
 pub fn plan_with(
     backend: &dyn ChatBackend,
     mut messages: Vec<crate::llm::Message>,
     constraint: crate::llm::Constraint,
-    max_retries: usize,
+    tries: Tries,
     read: &dyn Fn(&str) -> Result<String, String>,
 ) -> Result<LlmPlan, LlmPlanError> {
     let mut rejected = Vec::new();
-    for attempt in 1..=max_retries + 1 {
-        let reply = backend.complete(&ChatRequest {
+    let mut replies = 0;
+    for attempt in 1..=tries.max_retries + 1 {
+        let request = ChatRequest {
             messages: messages.clone(),
             constraint: constraint.clone(),
             max_tokens: MAX_PLAN_TOKENS,
             temperature: 0.0,
             purpose: "plan",
-        })?;
-        match read(&reply) {
-            Ok(query) => {
-                return Ok(LlmPlan {
-                    query,
-                    attempts: attempt,
-                    rejected,
-                })
+        };
+        let samples = backend.sample(&request, tries.samples.max(1))?;
+        replies += samples.len();
+        let mut valid = Vec::new();
+        let mut first_error: Option<Rejected> = None;
+        for s in samples {
+            match read(&s.text) {
+                Ok(query) => valid.push((s.text, query, s.logprob)),
+                Err(error) => {
+                    let r = Rejected {
+                        reply: s.text,
+                        error,
+                    };
+                    first_error.get_or_insert_with(|| r.clone());
+                    rejected.push(r);
+                }
             }
-            Err(error) => {
-                messages.push(Message::assistant(reply.clone()));
-                messages.push(retry_message(&error));
-                rejected.push(Rejected { reply, error });
-            }
+        }
+        let candidates = rank_candidates(&valid);
+        if let Some(best) = candidates.first() {
+            return Ok(LlmPlan {
+                query: best.query.clone(),
+                candidates,
+                attempts: attempt,
+                replies,
+                rejected,
+            });
+        }
+        if let Some(r) = first_error {
+            messages.push(Message::assistant(r.reply));
+            messages.push(retry_message(&r.error));
         }
     }
     let last = rejected.last().map(|r| r.error.clone()).unwrap_or_default();
     Err(LlmPlanError::Invalid {
-        attempts: max_retries + 1,
+        attempts: tries.max_retries + 1,
         last,
         rejected,
     })
@@ -241,5 +342,30 @@ mod tests {
             matches!(e, LlmPlanError::Invalid { attempts: 2, .. }),
             "{e}"
         );
+    }
+
+    #[test]
+    fn candidates_are_ranked_by_probability_then_votes() {
+        let v = |t: &str, q: &str, lp: Option<f32>| (t.to_string(), q.to_string(), lp);
+        // b: two distinct replies (0.3 + 0.2 = 0.5) beat a's one (0.4); the
+        // repeated reply of c counts one vote more but no probability.
+        let ranked = rank_candidates(&[
+            v("ra", "a", Some(0.4f32.ln())),
+            v("rb1", "b", Some(0.3f32.ln())),
+            v("rb2", "b", Some(0.2f32.ln())),
+            v("rc", "c", Some(0.05f32.ln())),
+            v("rc", "c", Some(0.05f32.ln())),
+        ]);
+        let order: Vec<&str> = ranked.iter().map(|c| c.query.as_str()).collect();
+        assert_eq!(order, ["b", "a", "c"]);
+        assert!((ranked[0].logprob.expect("lp") - 0.5f32.ln()).abs() < 1e-5);
+        assert_eq!(ranked[2].votes, 2);
+        assert!((ranked[2].logprob.expect("lp") - 0.05f32.ln()).abs() < 1e-5);
+        // Without log-probabilities: votes, then the first (greedy) reply.
+        let ranked = rank_candidates(&[v("1", "x", None), v("2", "y", None), v("3", "y", None)]);
+        assert_eq!(ranked[0].query, "y");
+        let ranked = rank_candidates(&[v("1", "x", None), v("2", "y", None)]);
+        assert_eq!(ranked[0].query, "x");
+        assert!(rank_candidates(&[]).is_empty());
     }
 }

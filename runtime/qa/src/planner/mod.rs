@@ -21,6 +21,8 @@ pub mod zeroshot;
 
 #[cfg(test)]
 mod fallback_tests;
+#[cfg(test)]
+mod sampling_tests;
 
 use kgbox_bundle::Kg;
 use serde::{Deserialize, Serialize};
@@ -31,7 +33,7 @@ use crate::question::{mask, LinkedEntity, Topic};
 use crate::Embedder;
 
 pub use learned::{LearnedPlanner, Prediction, DEFAULT_THRESHOLD};
-pub use llm::{LlmPlanError, Rejected};
+pub use llm::{Candidate, LlmPlanError, Rejected};
 pub use zeroshot::RelationVectors;
 
 /// Which planner writes the query.
@@ -102,9 +104,15 @@ pub struct PlanInfo {
     /// The learned planner's best templates with their probabilities.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<Prediction>,
-    /// LLM calls made by the planner.
+    /// LLM attempts made by the planner (1 + retries).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempts: Option<usize>,
+    /// Replies the LLM gave over those attempts (`planner.samples` each).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replies: Option<usize>,
+    /// The LLM's distinct valid queries, best first, with their scores.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<Candidate>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rejected: Vec<Rejected>,
     /// The zero-shot match's cosine similarity.
@@ -118,8 +126,8 @@ pub struct PlanInfo {
     /// asked, or why its plan was not used.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fallback: Option<String>,
-    /// Queries of the learned planner that found no answers, in the order
-    /// tried; the next of its likely templates was run instead.
+    /// Planned queries that found no answers, in the order tried; the
+    /// planner's next choice was run instead.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub found_nothing: Vec<String>,
 }
@@ -144,8 +152,11 @@ pub struct PlanRequest<'a> {
     pub topic: Option<&'a Topic>,
     /// Every linked entity (named to the LLM).
     pub linked: &'a [LinkedEntity],
-    /// LLM retries after an invalid query.
+    /// LLM retries after an attempt without a valid query.
     pub max_retries: usize,
+    /// LLM replies asked for per attempt (the first greedy, the others
+    /// sampled).
+    pub samples: usize,
     /// Relations listed to the LLM at most.
     pub max_relations: usize,
     /// `learned+llm` / `learned+local`: the LLM is asked when the learned
@@ -160,8 +171,18 @@ pub const DEFAULT_FALLBACK_BELOW: f32 = 0.8;
 /// planner gives it at least this share of its best template's probability
 /// (a plan it does not know counts 0).
 pub const LLM_MIN_SHARE: f32 = 0.25;
+/// The default of [`PlanRequest::samples`].
+pub const DEFAULT_SAMPLES: usize = 3;
 /// Predictions shown in [`PlanInfo::alternatives`].
 const SHOWN_ALTERNATIVES: usize = 3;
+/// The planner's next choices run when its query finds nothing
+/// ([`Planned::next`]).
+pub const NEXT_QUERIES: usize = 2;
+/// Weight of the answer type's log-probability in an LLM candidate's
+/// score (its own log-probability has weight 1).
+pub const ANSWER_TYPE_WEIGHT: f32 = 0.5;
+/// The least answer-type probability a candidate is scored with.
+const ANSWER_TYPE_FLOOR: f32 = 1e-3;
 
 /// A planned query.
 #[derive(Debug, Clone)]
@@ -177,6 +198,16 @@ pub struct Planned {
     /// The masked question's embedding, when the planner made one (the
     /// reranker reuses it).
     pub question_vec: Option<Vec<f32>>,
+    /// The planner's next choices, in order, run when `query` finds no
+    /// answers (at most [`NEXT_QUERIES`]).
+    pub next: Vec<NextQuery>,
+}
+
+/// A planner's later choice ([`Planned::next`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NextQuery {
+    pub query: String,
+    pub keep_anchors: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -204,11 +235,11 @@ pub fn plan(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, Plan
     match req.kind {
         PlannerKind::Learned | PlannerKind::Zeroshot => plan_learned(p, req),
         PlannerKind::Llm | PlannerKind::Local => {
-            let preds = match (p.learned, req.topic) {
-                (Some(_), Some(_)) => predictions(p, req)?.0,
-                _ => Vec::new(),
+            let (preds, vector) = match (p.learned, req.topic) {
+                (Some(_), Some(_)) => predictions(p, req)?,
+                _ => (Vec::new(), None),
             };
-            plan_llm(p, req, &preds)
+            plan_llm(p, req, &preds, vector.as_deref())
         }
         PlannerKind::LearnedLlm | PlannerKind::LearnedLocal => plan_with_fallback(p, req),
     }
@@ -287,6 +318,15 @@ fn learned_plan(
     let best = preds
         .first()
         .ok_or_else(|| PlanError::NoPlanner("the planner has no templates".into()))?;
+    let next = preds
+        .iter()
+        .skip(1)
+        .take(NEXT_QUERIES)
+        .map(|p| NextQuery {
+            query: p.template.instantiate(&topic.name),
+            keep_anchors: learned.keeps_anchors(p.class),
+        })
+        .collect();
     Ok(Planned {
         planner: PlannerKind::Learned,
         query: best.template.instantiate(&topic.name),
@@ -296,6 +336,7 @@ fn learned_plan(
             ..PlanInfo::default()
         },
         question_vec: embedding,
+        next,
     })
 }
 
@@ -328,6 +369,7 @@ fn plan_learned(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, 
             ..PlanInfo::default()
         },
         question_vec: Some(e),
+        next: Vec::new(),
     })
 }
 
@@ -343,7 +385,7 @@ fn plan_with_fallback(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Pla
             kind: chat_kind,
             ..*req
         };
-        return plan_llm(p, &llm_req, &[]);
+        return plan_llm(p, &llm_req, &[], None);
     };
     let (preds, embedding) = predictions(p, req)?;
     let mut learned = learned_plan(model, topic, &preds, embedding.clone())?;
@@ -360,7 +402,7 @@ fn plan_with_fallback(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Pla
         kind: chat_kind,
         ..*req
     };
-    match plan_llm(p, &llm_req, &preds) {
+    match plan_llm(p, &llm_req, &preds, embedding.as_deref()) {
         Ok(mut planned) => {
             // The LLM breaks near-ties; it does not overrule a clear
             // preference of the learned planner.
@@ -372,6 +414,8 @@ fn plan_with_fallback(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Pla
                     req.fallback_below, planned.query
                 ));
                 learned.info.attempts = planned.info.attempts;
+                learned.info.replies = planned.info.replies;
+                learned.info.candidates = planned.info.candidates;
                 learned.info.rejected = planned.info.rejected;
                 return Ok(learned);
             }
@@ -401,11 +445,13 @@ fn prediction_of<'p>(preds: &'p [Prediction], topic: &str, query: &str) -> Optio
 }
 
 /// The `llm` or `local` planner: the chat model writes the query, guided by
-/// the learned planner's `preds` when the bundle has demonstrations.
+/// the learned planner's `preds` (and the masked question's `vector`) when
+/// the bundle has demonstrations.
 fn plan_llm(
     p: &Planners<'_, '_>,
     req: &PlanRequest<'_>,
     preds: &[Prediction],
+    vector: Option<&[f32]>,
 ) -> Result<Planned, PlanError> {
     let chat = p.chat.ok_or_else(|| {
         PlanError::NoPlanner(format!(
@@ -415,39 +461,58 @@ fn plan_llm(
     })?;
     let kind = req.kind.chat().unwrap_or(req.kind);
     let topics: Vec<String> = req.linked.iter().map(|l| l.name.clone()).collect();
-    let guide = p
-        .learned
-        .and_then(|l| Some((l, guided::Guide::new(l, preds, req.question, topics)?)));
+    let guide = p.learned.and_then(|l| {
+        let guide = guided::Guide::new(l, preds, req.question, vector, topics)?;
+        Some((l, guide))
+    });
     if let Some((learned, guide)) = guide {
         let read = |reply: &str| -> Result<String, String> {
             let (topic, path) = guide.read(reply)?;
             let q = guided::chain_query(&topic, &path);
             llm::validate(p.kg, &q).map(|()| q)
         };
+        let tries = llm::Tries {
+            max_retries: req.max_retries,
+            samples: req.samples,
+        };
         let planned = llm::plan_with(
             chat,
             guide.messages(req.question),
             guide.constraint(),
-            req.max_retries,
+            tries,
             &read,
         )?;
+        let mut candidates = planned.candidates;
+        score_answer_types(&mut candidates, preds);
         // A chain that is one of the templates keeps its anchor policy.
-        let keep_anchors = req
-            .topic
-            .and_then(|t| prediction_of(preds, &t.name, &planned.query))
-            .is_some_and(|pr| learned.keeps_anchors(pr.class));
+        let keep_anchors = |query: &str| {
+            req.topic
+                .and_then(|t| prediction_of(preds, &t.name, query))
+                .is_some_and(|pr| learned.keeps_anchors(pr.class))
+        };
+        let mut ranked = candidates.iter().map(|c| NextQuery {
+            query: c.query.clone(),
+            keep_anchors: keep_anchors(&c.query),
+        });
+        let best = ranked
+            .next()
+            .ok_or_else(|| PlanError::NoPlanner("the LLM planner returned no candidate".into()))?;
+        let next = ranked.take(NEXT_QUERIES).collect();
         return Ok(Planned {
             planner: kind,
-            query: planned.query,
-            keep_anchors,
+            query: best.query,
+            keep_anchors: best.keep_anchors,
             info: PlanInfo {
                 alternatives: preds.iter().take(SHOWN_ALTERNATIVES).cloned().collect(),
                 attempts: Some(planned.attempts),
+                replies: Some(planned.replies),
+                candidates,
                 rejected: planned.rejected,
                 guided: true,
                 ..PlanInfo::default()
             },
             question_vec: None,
+            next,
         });
     }
     let entities: Vec<EntityInfo> = req
@@ -473,9 +538,61 @@ fn plan_llm(
         keep_anchors: false,
         info: PlanInfo {
             attempts: Some(planned.attempts),
+            replies: Some(planned.replies),
             rejected: planned.rejected,
             ..PlanInfo::default()
         },
         question_vec: None,
+        next: Vec::new(),
     })
+}
+
+/// The probability that the question asks for what `relation` leads to:
+/// the learned planner's probability summed over the templates that end in
+/// it (its answer head has already weighed the question's wording, "which
+/// genres", "in which years").
+fn answer_type(preds: &[Prediction], relation: &str) -> f32 {
+    preds
+        .iter()
+        .filter(|p| {
+            p.template
+                .chain()
+                .and_then(|c| c.last().copied())
+                .is_some_and(|r| r == relation)
+        })
+        .map(|p| p.probability)
+        .sum()
+}
+
+/// Scores and reorders the LLM's candidates: their log-probability (votes
+/// as a share of the replies when the backend gave none) plus
+/// [`ANSWER_TYPE_WEIGHT`] times the log of their answer type's probability
+/// ([`answer_type`]; without predictions it does not count). Ties keep the
+/// order they came in.
+fn score_answer_types(candidates: &mut [Candidate], preds: &[Prediction]) {
+    let replies: usize = candidates.iter().map(|c| c.votes).sum();
+    for c in candidates.iter_mut() {
+        let own = c
+            .logprob
+            .unwrap_or_else(|| (c.votes as f32 / replies.max(1) as f32).ln());
+        let typed = match (preds.is_empty(), last_relation(&c.query)) {
+            (false, Some(r)) => {
+                ANSWER_TYPE_WEIGHT * answer_type(preds, &r).max(ANSWER_TYPE_FLOOR).ln()
+            }
+            _ => 0.0,
+        };
+        c.score = Some(own + typed);
+    }
+    candidates.sort_by(|a, b| {
+        let s = |c: &Candidate| c.score.unwrap_or(f32::NEG_INFINITY);
+        s(b).total_cmp(&s(a))
+    });
+}
+
+/// The last relation a chain query follows (`"X" -> a -> b` gives `b`).
+fn last_relation(query: &str) -> Option<String> {
+    match kgbox_query::parse(query).ok()? {
+        kgbox_query::Query::Project { relation, .. } => Some(relation.name),
+        _ => None,
+    }
 }

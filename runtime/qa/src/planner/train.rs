@@ -187,14 +187,19 @@ fn text_hash(s: &str) -> u64 {
     })
 }
 
-/// Trains a planner on prepared examples. `progress(stage, done, total)`
-/// reports embedding and fitting.
-/// Demonstrations kept per template for LLM planners.
-pub const DEMOS_PER_TEMPLATE: usize = 3;
+/// Demonstrations kept per template for LLM planners (the nearest to a
+/// question are shown).
+pub const DEMOS_PER_TEMPLATE: usize = 8;
 
 /// Up to [`DEMOS_PER_TEMPLATE`] examples of each class with distinct masked
-/// questions, spread over the file (example files are often sorted).
-fn demos(kg: &Kg<'_>, prepared: &[Prepared], ys: &[usize], classes: usize) -> Vec<Demo> {
+/// questions, spread over the file (example files are often sorted), each
+/// with its masked question.
+fn demos<'p>(
+    kg: &Kg<'_>,
+    prepared: &'p [Prepared],
+    ys: &[usize],
+    classes: usize,
+) -> Vec<(Demo, &'p str)> {
     let mut by_class: Vec<Vec<usize>> = vec![Vec::new(); classes];
     for (i, &y) in ys.iter().enumerate() {
         if let Some(v) = by_class.get_mut(y) {
@@ -218,16 +223,36 @@ fn demos(kg: &Kg<'_>, prepared: &[Prepared], ys: &[usize], classes: usize) -> Ve
                 continue;
             };
             seen.push(&p.masked);
-            out.push(Demo {
-                class,
-                question: p.masked.replacen(MASK, &format!("[{name}]"), 1),
-                topic: name.to_string(),
-            });
+            out.push((
+                Demo {
+                    class,
+                    question: p.masked.replacen(MASK, &format!("[{name}]"), 1),
+                    topic: name.to_string(),
+                },
+                p.masked.as_str(),
+            ));
         }
     }
     out
 }
 
+/// Unit-length copies of the demonstrations' sentence vectors, in order;
+/// `None` when any is missing (no encoder).
+fn demo_vectors(
+    demos: &[(Demo, &str)],
+    embedded: &std::collections::HashMap<String, Vec<f32>>,
+) -> Option<Vec<f32>> {
+    let mut out = Vec::new();
+    for (_, masked) in demos {
+        let v = embedded.get(*masked)?;
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+        out.extend(v.iter().map(|x| x / norm));
+    }
+    Some(out)
+}
+
+/// Trains a planner on prepared examples. `progress(stage, done, total)`
+/// reports embedding and fitting.
 pub fn train(
     kg: &Kg<'_>,
     prepared: &[Prepared],
@@ -298,13 +323,20 @@ pub fn train(
     let (heads, head_weights) =
         train_heads(kg, &examples, embedder, &spec, opts, progress).map_err(TrainError::Embed)?;
     w.extend(head_weights);
+    let demos = demos(kg, prepared, &ys, classes);
+    let vectors = (spec.embed_dim > 0)
+        .then(|| demo_vectors(&demos, &embedded))
+        .flatten();
+    let demo_vectors = vectors.is_some();
+    w.extend(vectors.unwrap_or_default());
     let meta = PlannerMeta {
         format: FORMAT,
         features: spec,
         templates,
         answer_threshold: DEFAULT_THRESHOLD,
         keep_anchors: Vec::new(),
-        demos: demos(kg, prepared, &ys, classes),
+        demos: demos.into_iter().map(|(d, _)| d).collect(),
+        demo_vectors,
         heads,
         encoder: encoder_name.map(String::from),
         trained_on: prepared.len(),
