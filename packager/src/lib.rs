@@ -11,6 +11,7 @@ pub mod input;
 pub mod inspect;
 pub mod keygen;
 pub mod pack;
+pub mod paraphrase;
 pub mod planner;
 pub mod probes;
 pub mod push;

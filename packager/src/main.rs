@@ -178,6 +178,49 @@ enum PlannerExecutor {
     Hybrid,
 }
 
+/// `kgbox-pack paraphrase`.
+#[derive(clap::Args)]
+struct ParaphraseArgs {
+    /// The graph the examples are about (as for `build`).
+    #[arg(long)]
+    triples: PathBuf,
+    #[arg(long, value_enum)]
+    format: Option<Format>,
+    #[arg(long)]
+    aliases: Option<PathBuf>,
+    /// Planner examples (`question<TAB>DSL[<TAB>answers]`) to reword.
+    #[arg(long)]
+    examples: PathBuf,
+    /// OpenAI-compatible base URL of the model that rewords, e.g.
+    /// `http://127.0.0.1:8080/v1` (`python3 -m llama_cpp.server --model M.gguf`).
+    #[arg(long)]
+    endpoint: String,
+    /// The requests' `model` field.
+    #[arg(long, default_value = "default")]
+    model: String,
+    /// Environment variable holding the endpoint's API key.
+    #[arg(long)]
+    api_key_env: Option<String>,
+    /// Per-call timeout in seconds.
+    #[arg(long, default_value_t = 120)]
+    timeout_s: u64,
+    /// Examples reworded per query template.
+    #[arg(long, default_value_t = 4)]
+    per_template: usize,
+    /// Rewordings asked for per example.
+    #[arg(long, default_value_t = 3)]
+    variants: usize,
+    /// Record every call (request and reply sizes, bodies) as JSON lines.
+    #[arg(long)]
+    audit_log: Option<PathBuf>,
+    /// The kept rewordings, to pass to `build --planner-examples` together
+    /// with the original examples (concatenate the files).
+    #[arg(short, long)]
+    out: PathBuf,
+    #[arg(long)]
+    quiet: bool,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Write a new ed25519 signing key pair (NAME.key, mode 0600, and NAME.pub).
@@ -194,6 +237,9 @@ enum Command {
     Build(Box<BuildArgs>),
     /// Print a bundle's manifest and section table.
     Inspect { bundle: PathBuf },
+    /// Reword planner examples with an LLM; keeps the rewordings whose
+    /// linked topic and template find the gold answers.
+    Paraphrase(Box<ParaphraseArgs>),
     /// Send a bundle to devices over MQTT (or to one device over HTTP).
     Push(Box<kgbox_pack::push::PushArgs>),
 }
@@ -207,6 +253,38 @@ fn run() -> Result<()> {
                 "public key: {} (add to the devices' trusted keys)",
                 public.display()
             );
+        }
+        Command::Paraphrase(a) => {
+            let opts = kgbox_pack::paraphrase::ParaphraseOptions {
+                triples: a.triples,
+                format: a.format,
+                aliases: a.aliases,
+                examples: a.examples,
+                endpoint: a.endpoint,
+                model: a.model,
+                api_key_env: a.api_key_env,
+                timeout: std::time::Duration::from_secs(a.timeout_s.max(1)),
+                per_template: a.per_template,
+                variants: a.variants,
+                audit_log: a.audit_log,
+                progress: !a.quiet,
+            };
+            let r = kgbox_pack::paraphrase::paraphrase(&opts, &a.out)?;
+            println!(
+                "{} examples reworded: {} rewordings written, {} kept in {}{}",
+                r.examples,
+                r.written,
+                r.kept,
+                a.out.display(),
+                if r.failed_calls > 0 {
+                    format!(" ({} calls failed)", r.failed_calls)
+                } else {
+                    String::new()
+                }
+            );
+            for (why, n) in &r.dropped {
+                println!("  dropped {n}: {why}");
+            }
         }
         Command::Build(mut args) => {
             let key = SecretKey::read(&args.key).context("cannot load the signing key")?;

@@ -46,6 +46,7 @@ pub fn ask(
         ms: timings.plan + timings.execute,
         threshold,
         topic: t.map(|t| t.entity),
+        guided: planned.info.guided,
     };
     let (strategies, preset) = timed(&mut timings.strategies, || {
         fall_through(

@@ -157,11 +157,19 @@ fn smollm2_plans_a_chain_from_demonstrations() {
     assert_eq!(chain, ["directed_by"], "{reply}");
 
     // Several replies from one evaluated prompt: the first is the greedy
-    // one, every one keeps to the grammar and carries a log-probability.
+    // one, every one keeps to the grammar and carries a log-probability;
+    // sampling stops early only once the replies are likely enough.
     let started = std::time::Instant::now();
     let samples = model.sample(&req, 4).expect("the model samples");
     println!("SmolLM2 sampled in {:?}: {samples:?}", started.elapsed());
-    assert_eq!(samples.len(), 4);
+    assert!(
+        samples.len() == 4 || kgbox_qa::llm::enough_samples(&samples),
+        "{samples:?}"
+    );
+    assert!(
+        samples.len() == 1 || !kgbox_qa::llm::enough_samples(&samples[..1]),
+        "sampled on after a sure first reply"
+    );
     assert_eq!(samples[0].text, reply, "the first reply is the greedy one");
     for s in &samples {
         guide

@@ -187,3 +187,32 @@ fn the_llm_candidates_are_run_in_order_until_one_finds_answers() {
     assert_eq!(r.answers.len(), 2);
     assert_eq!(chat.calls().len(), 1, "one sampling call");
 }
+
+#[test]
+fn a_guided_llm_plan_with_many_answers_does_not_fall_through() {
+    // Two answers is more than max_answers 1, which makes a free LLM query
+    // fall through; a guided chain stands.
+    let chat = Scripted::sampling(|_, _| {
+        Ok(vec![Sample {
+            text: r#"{"topic": "Ridley Scott", "path": ["directed_by_inv"]}"#.into(),
+            logprob: Some(-0.1),
+        }])
+    });
+    let mut opts = AskOptions {
+        planner: PlannerKind::Llm,
+        repair: false,
+        llm_arbitrate: false,
+        ..AskOptions::default()
+    };
+    opts.strategies.max_answers = 1;
+    let r = ask_with(
+        &["{topic} -> directed_by_inv", "{topic} -> directed_by"],
+        "what did [Ridley Scott] make",
+        Some(&chat),
+        opts,
+    );
+    assert!(r.plan.guided);
+    assert_eq!(r.answers.len(), 2);
+    assert!(r.strategies.is_empty(), "{:?}", r.strategies);
+    assert_eq!(chat.calls().len(), 1);
+}

@@ -9,8 +9,8 @@
 //! * Decoding is greedy (the request's temperature is ignored), at most
 //!   `max_tokens` new tokens, up to the end-of-generation token. Further
 //!   samples ([`ChatBackend::sample`]) reuse the evaluated prompt and are
-//!   drawn at [`SAMPLE_TEMPERATURE`]; each reply carries the model's
-//!   log-probability of its tokens.
+//!   drawn at [`SAMPLE_TEMPERATURE`] until [`enough_samples`]; each reply
+//!   carries the model's log-probability of its tokens.
 //! * A [`Constraint::JsonSchema`] becomes a GBNF grammar
 //!   ([`json_schema_to_gbnf`]) that constrains the decoding.
 
@@ -27,10 +27,16 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::{send_logs_to_tracing, LogOptions};
 
 use super::gbnf::json_schema_to_gbnf;
-use super::{ChatBackend, ChatRequest, Constraint, LlmError, Message, Sample, SAMPLE_TEMPERATURE};
+use super::{
+    enough_samples, ChatBackend, ChatRequest, Constraint, LlmError, Message, Sample,
+    SAMPLE_TEMPERATURE,
+};
 
 /// How to load and run a local model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -237,7 +243,9 @@ impl LocalModel {
             Constraint::None => None,
             Constraint::JsonSchema { name, schema } => Some((name, json_schema_to_gbnf(schema)?)),
         };
-        let sampler = |i: usize| -> Result<LlamaSampler, LlmError> {
+        // Reply `i`'s samplers: the grammar's (which masks the tokens it
+        // does not allow), then the one that picks a token.
+        let samplers = |i: usize| -> Result<(Option<LlamaSampler>, LlamaSampler), LlmError> {
             let pick = if i == 0 {
                 LlamaSampler::greedy()
             } else {
@@ -247,17 +255,17 @@ impl LocalModel {
                     LlamaSampler::dist(seed),
                 ])
             };
-            Ok(match &grammar {
-                None => pick,
+            let grammar = match &grammar {
+                None => None,
                 Some((name, g)) => {
-                    let g = LlamaSampler::grammar(&self.model, g, "root").map_err(|e| {
+                    Some(LlamaSampler::grammar(&self.model, g, "root").map_err(|e| {
                         local(format!(
                             "llama.cpp rejects the grammar for schema {name}: {e}"
                         ))
-                    })?;
-                    LlamaSampler::chain_simple([g, pick])
+                    })?)
                 }
-            })
+            };
+            Ok((grammar, pick))
         };
 
         let params = LlamaContextParams::default()
@@ -279,8 +287,18 @@ impl LocalModel {
             .map_err(|e| local(format!("llama.cpp cannot decode the prompt: {e}")))?;
 
         let budget = i64::from(req.max_tokens).min(i64::from(n_ctx_i32 - n_prompt));
-        let mut replies = Vec::with_capacity(n);
+        let mut replies: Vec<(String, bool, f32)> = Vec::with_capacity(n);
         for i in 0..n.max(1) {
+            let had: Vec<Sample> = replies
+                .iter()
+                .map(|(text, _, lp)| Sample {
+                    text: text.clone(),
+                    logprob: Some(*lp),
+                })
+                .collect();
+            if enough_samples(&had) {
+                break;
+            }
             if i > 0 {
                 // Back to the end of the prompt: drop the last reply's
                 // tokens and decode the prompt's last token again for its
@@ -295,7 +313,7 @@ impl LocalModel {
                 ctx.decode(&mut batch)
                     .map_err(|e| local(format!("llama.cpp cannot decode the prompt: {e}")))?;
             }
-            let mut sampler = sampler(i)?;
+            let (mut grammar, mut pick) = samplers(i)?;
             let mut pos = n_prompt;
             let mut out = Vec::new();
             let mut finished = false;
@@ -303,8 +321,36 @@ impl LocalModel {
             let mut logprob = 0.0f64;
             while produced < budget {
                 let at = batch.n_tokens() - 1;
-                let token = sampler.sample(&ctx, at);
-                logprob += log_softmax_at(ctx.get_logits_ith(at), token.0);
+                let logits = ctx.get_logits_ith(at);
+                let mut tokens = LlamaTokenDataArray::from_iter(
+                    logits.iter().enumerate().map(|(t, &l)| {
+                        LlamaTokenData::new(
+                            LlamaToken(i32::try_from(t).unwrap_or(i32::MAX)),
+                            l,
+                            0.0,
+                        )
+                    }),
+                    false,
+                );
+                if let Some(g) = grammar.as_mut() {
+                    g.apply(&mut tokens);
+                }
+                // The reply's probability among those the grammar allows.
+                let allowed = log_sum_exp(tokens.data.iter().map(|d| d.logit()));
+                pick.apply(&mut tokens);
+                let token = tokens
+                    .selected_token()
+                    .ok_or_else(|| local("the grammar allows no token here"))?;
+                let logit = usize::try_from(token.0)
+                    .ok()
+                    .and_then(|t| logits.get(t))
+                    .copied()
+                    .unwrap_or(f32::NEG_INFINITY);
+                logprob += f64::from(logit) - allowed;
+                if let Some(g) = grammar.as_mut() {
+                    g.accept(token);
+                }
+                pick.accept(token);
                 if vocab.is_eog(token) {
                     finished = true;
                     break;
@@ -375,14 +421,20 @@ impl LocalModel {
     }
 }
 
-/// `ln softmax(logits)[token]` (minus infinity for a token out of range).
-fn log_softmax_at(logits: &[f32], token: i32) -> f64 {
-    let Some(&x) = usize::try_from(token).ok().and_then(|t| logits.get(t)) else {
+/// `ln Σ exp(l)` over the finite logits (minus infinity when none is).
+fn log_sum_exp(logits: impl Iterator<Item = f32> + Clone) -> f64 {
+    let max = logits
+        .clone()
+        .filter(|l| l.is_finite())
+        .fold(f32::NEG_INFINITY, f32::max);
+    if !max.is_finite() {
         return f64::NEG_INFINITY;
-    };
-    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let sum: f64 = logits.iter().map(|&l| f64::from(l - max).exp()).sum();
-    f64::from(x - max) - sum.ln()
+    }
+    let sum: f64 = logits
+        .filter(|l| l.is_finite())
+        .map(|l| f64::from(l - max).exp())
+        .sum();
+    f64::from(max) + sum.ln()
 }
 
 impl ChatBackend for LocalModel {
@@ -482,12 +534,11 @@ mod tests {
     }
 
     #[test]
-    fn log_softmax_of_a_token() {
-        let l = [0.0f32, 0.0, (2.0f32).ln()];
-        assert!((log_softmax_at(&l, 2) - 0.5f64.ln()).abs() < 1e-6);
-        assert!((log_softmax_at(&l, 0) - 0.25f64.ln()).abs() < 1e-6);
-        assert_eq!(log_softmax_at(&l, 3), f64::NEG_INFINITY);
-        assert_eq!(log_softmax_at(&l, -1), f64::NEG_INFINITY);
+    fn log_sum_exp_skips_masked_logits() {
+        let l = [0.0f32, f32::NEG_INFINITY, (3.0f32).ln()];
+        assert!((log_sum_exp(l.iter().copied()) - 4.0f64.ln()).abs() < 1e-6);
+        let none = [f32::NEG_INFINITY; 2];
+        assert_eq!(log_sum_exp(none.iter().copied()), f64::NEG_INFINITY);
     }
 
     #[test]

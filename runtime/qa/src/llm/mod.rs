@@ -90,6 +90,24 @@ pub enum LlmError {
 
 /// Temperature of the replies sampled after the first (greedy) one.
 pub const SAMPLE_TEMPERATURE: f32 = 0.8;
+/// Sampling stops once the distinct replies had hold this much of the
+/// model's probability: the rest could not outweigh them.
+pub const SAMPLE_STOP_MASS: f32 = 0.5;
+
+/// Whether `samples` are enough: their distinct texts' probabilities sum
+/// to [`SAMPLE_STOP_MASS`] or more (never without log-probabilities).
+pub fn enough_samples(samples: &[Sample]) -> bool {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut mass = 0.0f32;
+    for s in samples {
+        let Some(lp) = s.logprob else { return false };
+        if !seen.contains(&s.text.as_str()) {
+            seen.push(&s.text);
+            mass += lp.exp();
+        }
+    }
+    mass >= SAMPLE_STOP_MASS
+}
 
 /// One reply of several ([`ChatBackend::sample`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -106,7 +124,8 @@ pub trait ChatBackend: Send + Sync {
     fn complete(&self, req: &ChatRequest) -> Result<String, LlmError>;
     /// Up to `n` replies to `req` with their log-probabilities: the first
     /// decoded at `req.temperature`, the others sampled at
-    /// [`SAMPLE_TEMPERATURE`]. A backend that cannot sample gives one reply
+    /// [`SAMPLE_TEMPERATURE`], stopping early once they are
+    /// [`enough_samples`]. A backend that cannot sample gives one reply
     /// without a log-probability. Fails only when no reply was had.
     fn sample(&self, req: &ChatRequest, n: usize) -> Result<Vec<Sample>, LlmError> {
         let _ = n;
@@ -117,4 +136,28 @@ pub trait ChatBackend: Send + Sync {
     }
     /// Where the model runs, for logs and the audit log (a URL, or `local:PATH`).
     fn endpoint(&self) -> String;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(text: &str, p: Option<f32>) -> Sample {
+        Sample {
+            text: text.into(),
+            logprob: p.map(f32::ln),
+        }
+    }
+
+    #[test]
+    fn sampling_stops_once_the_replies_are_likely_enough() {
+        assert!(!enough_samples(&[]));
+        assert!(enough_samples(&[s("a", Some(0.6))]));
+        assert!(!enough_samples(&[s("a", Some(0.3))]));
+        // The same reply twice counts once.
+        assert!(!enough_samples(&[s("a", Some(0.3)), s("a", Some(0.3))]));
+        assert!(enough_samples(&[s("a", Some(0.3)), s("b", Some(0.25))]));
+        // Without log-probabilities there is no telling.
+        assert!(!enough_samples(&[s("a", None)]));
+    }
 }

@@ -18,7 +18,9 @@ use serde_json::{json, Value};
 
 use super::audit::AuditLog;
 use super::policy::Endpoint;
-use super::{ChatBackend, ChatRequest, Constraint, LlmError, Sample, SAMPLE_TEMPERATURE};
+use super::{
+    enough_samples, ChatBackend, ChatRequest, Constraint, LlmError, Sample, SAMPLE_TEMPERATURE,
+};
 
 /// Replies larger than this are refused.
 pub const MAX_REPLY_BYTES: u64 = 4 << 20;
@@ -217,8 +219,11 @@ impl ChatBackend for OpenAiClient {
     /// One call per reply (not every server honours `n`); a failure after
     /// the first reply ends the sampling with the replies had.
     fn sample(&self, req: &ChatRequest, n: usize) -> Result<Vec<Sample>, LlmError> {
-        let mut out = Vec::new();
+        let mut out: Vec<Sample> = Vec::new();
         for i in 0..n.max(1) {
+            if enough_samples(&out) {
+                break;
+            }
             let mut r = req.clone();
             if i > 0 {
                 r.temperature = SAMPLE_TEMPERATURE;

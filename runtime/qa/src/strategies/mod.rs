@@ -277,11 +277,15 @@ pub(crate) struct FirstQuery {
     pub threshold: f32,
     /// The topic entity, started from first.
     pub topic: Option<u32>,
+    /// The query is a guided chain (held to the bundle's demonstrated
+    /// templates): it falls through only when it finds nothing, since a
+    /// large answer set is what many such questions ask for.
+    pub guided: bool,
 }
 
 /// Runs the fall-through after the planned query when it applies: an
 /// `llm` or `local` planner, strategies enabled, a chat model, and
-/// [`low_confidence`] candidates.
+/// [`low_confidence`] candidates (for a guided query: none).
 pub(crate) fn after_query(q: &FallThrough<'_, '_>, found: &Answers, first: FirstQuery) -> Outcome {
     let so = q.opts;
     let linked = q.linked;
@@ -289,7 +293,15 @@ pub(crate) fn after_query(q: &FallThrough<'_, '_>, found: &Answers, first: First
     let (Some(chat), true, true) = (q.chat, llm_planned, so.enabled) else {
         return Outcome::default();
     };
-    let Some(reason) = low_confidence(found, so) else {
+    let reason = if first.guided {
+        found
+            .answers
+            .is_empty()
+            .then(|| "the guided query has no answers".to_string())
+    } else {
+        low_confidence(found, so)
+    };
+    let Some(reason) = reason else {
         return Outcome::default();
     };
     let mut sources: Vec<Source> = Vec::new();
