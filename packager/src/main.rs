@@ -22,8 +22,9 @@ struct Cli {
     command: Command,
 }
 
+/// The graph's input files.
 #[derive(clap::Args)]
-struct BuildArgs {
+struct GraphArgs {
     /// Triples: TSV `head<TAB>relation<TAB>tail` or N-Triples.
     #[arg(long)]
     triples: PathBuf,
@@ -33,6 +34,12 @@ struct BuildArgs {
     /// Aliases: `entity<TAB>alias` lines.
     #[arg(long)]
     aliases: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct BuildArgs {
+    #[command(flatten)]
+    graph: GraphArgs,
     /// Relation descriptions: `relation<TAB>text` lines.
     #[arg(long)]
     relations: Option<PathBuf>,
@@ -182,12 +189,8 @@ enum PlannerExecutor {
 #[derive(clap::Args)]
 struct ParaphraseArgs {
     /// The graph the examples are about (as for `build`).
-    #[arg(long)]
-    triples: PathBuf,
-    #[arg(long, value_enum)]
-    format: Option<Format>,
-    #[arg(long)]
-    aliases: Option<PathBuf>,
+    #[command(flatten)]
+    graph: GraphArgs,
     /// Planner examples (`question<TAB>DSL[<TAB>answers]`) to reword.
     #[arg(long)]
     examples: PathBuf,
@@ -256,9 +259,9 @@ fn run() -> Result<()> {
         }
         Command::Paraphrase(a) => {
             let opts = kgbox_pack::paraphrase::ParaphraseOptions {
-                triples: a.triples,
-                format: a.format,
-                aliases: a.aliases,
+                triples: a.graph.triples,
+                format: a.graph.format,
+                aliases: a.graph.aliases,
                 examples: a.examples,
                 endpoint: a.endpoint,
                 model: a.model,
@@ -332,9 +335,9 @@ fn run() -> Result<()> {
                 }
             });
             let opts = PackOptions {
-                triples: args.triples,
-                format: args.format,
-                aliases: args.aliases,
+                triples: args.graph.triples,
+                format: args.graph.format,
+                aliases: args.graph.aliases,
                 relations: args.relations,
                 name: args.name,
                 version: args.version,

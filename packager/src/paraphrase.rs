@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::ProgressBar;
 use kgbox_bundle::Kg;
 use kgbox_qa::llm::audit::AuditLog;
 use kgbox_qa::llm::openai::OpenAiClient;
@@ -35,6 +35,20 @@ use crate::input::{self, Format, RawKg};
 
 /// Longest reply asked for.
 const MAX_TOKENS: u32 = 300;
+/// Text that only a model repeating its prompt or its chat template writes
+/// (lower case).
+const ECHOES: &[&str] = &[
+    "rewrite this question",
+    "exactly as written",
+    "[inst]",
+    "[/inst]",
+    "<|",
+    "|>",
+    "<start_of_turn>",
+    "<end_of_turn>",
+    "<s>",
+    "</s>",
+];
 
 /// What `kgbox-pack paraphrase` needs.
 #[derive(Debug, Clone)]
@@ -249,6 +263,10 @@ pub fn check(
     if reworded.contains('\t') || reworded.contains('\n') {
         return Some("a tab or line break");
     }
+    let lower = reworded.to_lowercase();
+    if ECHOES.iter().any(|e| lower.contains(e)) {
+        return Some("it echoes the instruction or chat markup");
+    }
     let opts = LinkOptions {
         dense: false,
         ..LinkOptions::default()
@@ -264,21 +282,6 @@ pub fn check(
         Some(a) if a == gold => None,
         _ => Some("the template from the linked topic finds other answers"),
     }
-}
-
-fn bar(enabled: bool, len: u64) -> ProgressBar {
-    let bar = ProgressBar::with_draw_target(
-        Some(len),
-        if enabled {
-            ProgressDrawTarget::stderr()
-        } else {
-            ProgressDrawTarget::hidden()
-        },
-    );
-    if let Ok(style) = ProgressStyle::with_template("paraphrase [{bar:30}] {pos}/{len} ({eta})") {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar
 }
 
 /// Rewords the chosen examples with `chat`; the kept lines and the report.
@@ -298,7 +301,7 @@ pub fn reword(
     }
     let by_line: BTreeMap<usize, &Example> = examples.iter().map(|e| (e.line, e)).collect();
     let picked = chosen(&prepared, opts.per_template);
-    let progress = bar(opts.progress, picked.len() as u64);
+    let progress = crate::planner::bar(opts.progress, picked.len() as u64, "paraphrase");
     let mut report = ParaphraseReport::default();
     let mut lines = Vec::new();
     let mut kept_texts = BTreeSet::new();
@@ -414,6 +417,8 @@ mod tests {
                 format!("is [Ridley Scott] the director of [{name}]"),
                 // Written twice.
                 format!("which person directed [{name}]"),
+                // The prompt or chat markup repeated.
+                format!("[/INST] Rewrite this question about [{name}]"),
             ]})
             .to_string()
         };
@@ -428,13 +433,17 @@ mod tests {
             ]
         );
         assert_eq!(report.examples, 2);
-        assert_eq!(report.written, 10);
+        assert_eq!(report.written, 12);
         assert_eq!(report.kept, 2);
         assert_eq!(report.dropped["same as the original"], 2);
         assert_eq!(report.dropped["the bracketed entity is not kept"], 2);
         assert_eq!(report.dropped["written twice"], 2);
         assert_eq!(report.dropped["another entity is linked as the topic"], 2);
-        assert_eq!(report.dropped.values().sum::<usize>(), 8);
+        assert_eq!(
+            report.dropped["it echoes the instruction or chat markup"],
+            2
+        );
+        assert_eq!(report.dropped.values().sum::<usize>(), 10);
     }
 
     #[test]

@@ -40,7 +40,8 @@ pub struct PlannerSections {
     pub report: Vec<String>,
 }
 
-fn bar(enabled: bool, len: u64, what: &str) -> ProgressBar {
+/// A progress bar on stderr (hidden when not `enabled`).
+pub(crate) fn bar(enabled: bool, len: u64, what: &str) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(
         Some(len),
         if enabled {

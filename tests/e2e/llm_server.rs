@@ -63,6 +63,9 @@ impl LlamaServer {
             .arg(model)
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
             .args(["--n_ctx", "2048", "--n_threads", "2"])
+            // SmolLM2's GGUF template adds a system turn when a request
+            // has none; small models do better without one.
+            .args(["--chat_format", "chatml"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

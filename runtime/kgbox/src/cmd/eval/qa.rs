@@ -156,6 +156,10 @@ pub struct QaReport {
     /// LLM calls per answered question (planning and the retrieval
     /// strategies; 0 with the learned planner).
     pub llm_calls_per_question: f64,
+    /// Replies the LLM planner received per answered question (each call
+    /// asks for up to `planner.samples`; over the OpenAI-compatible API
+    /// each reply is one HTTP request).
+    pub llm_replies_per_question: f64,
     /// Answered questions by the planner whose query ran (with
     /// `learned+llm` / `learned+local`: how often the LLM's plan was used).
     pub planned_by: std::collections::BTreeMap<String, usize>,
@@ -250,6 +254,7 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
     let mut stage: [Vec<f64>; 6] = Default::default();
     let mut gold_seen = 0usize;
     let mut llm_calls = 0usize;
+    let mut llm_replies = 0usize;
     for (qid, q) in gold.iter().enumerate() {
         bar.inc(1);
         let res = match s.ask(&q.question, &params) {
@@ -292,6 +297,7 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
         } else {
             res.strategies.iter().map(|s| s.llm_calls).sum()
         };
+        llm_replies += res.plan.replies.unwrap_or(0);
         *r.planned_by.entry(res.planner.to_string()).or_default() += 1;
         if let Some(export) = &mut export {
             export.write(qid, q.line, &res.features, &is_gold)?;
@@ -333,6 +339,7 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
     r.hits_at_1 = h1 as f64 / n;
     let answered = r.planned_by.values().sum::<usize>().max(1) as f64;
     r.llm_calls_per_question = llm_calls as f64 / answered;
+    r.llm_replies_per_question = llm_replies as f64 / answered;
     r.f1 = f1 / n;
     let [link, plan, execute, rerank, arbitrate, total] = stage;
     let total = latency(total);
@@ -359,9 +366,10 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
         .map(|(k, v)| format!("{k} {v}"))
         .collect();
     println!(
-        "planned by: {}; LLM calls per question {:.2}",
+        "planned by: {}; LLM calls per question {:.2} (planner replies {:.2})",
         by.join(", "),
-        r.llm_calls_per_question
+        r.llm_calls_per_question,
+        r.llm_replies_per_question
     );
     println!(
         "reranker {}: best answer changed on {} questions",
