@@ -217,8 +217,15 @@ impl ChatBackend for OpenAiClient {
     }
 
     /// One call per reply (not every server honours `n`); a failure after
-    /// the first reply ends the sampling with the replies had.
+    /// the first reply ends the sampling with the replies had. One reply
+    /// is a plain call (no `logprobs`, which it would not use).
     fn sample(&self, req: &ChatRequest, n: usize) -> Result<Vec<Sample>, LlmError> {
+        if n <= 1 {
+            return Ok(vec![Sample {
+                text: self.complete(req)?,
+                logprob: None,
+            }]);
+        }
         let mut out: Vec<Sample> = Vec::new();
         for i in 0..n.max(1) {
             if enough_samples(&out) {
