@@ -217,8 +217,10 @@ impl ChatBackend for OpenAiClient {
     }
 
     /// One call per reply (not every server honours `n`); a failure after
-    /// the first reply ends the sampling with the replies had. One reply
-    /// is a plain call (no `logprobs`, which it would not use).
+    /// the first reply ends the sampling with the replies had, and so does
+    /// a first reply without log-probabilities (the replies could not be
+    /// weighed, and each is a whole request). One reply is a plain call
+    /// (no `logprobs`, which it would not use).
     fn sample(&self, req: &ChatRequest, n: usize) -> Result<Vec<Sample>, LlmError> {
         if n <= 1 {
             return Ok(vec![Sample {
@@ -240,10 +242,14 @@ impl ChatBackend for OpenAiClient {
                 Err(e) if out.is_empty() => return Err(e),
                 Err(_) => break,
             };
+            let logprob = reply_logprob(&reply);
             out.push(Sample {
                 text: reply_content(&reply)?,
-                logprob: reply_logprob(&reply),
+                logprob,
             });
+            if logprob.is_none() {
+                break;
+            }
         }
         Ok(out)
     }
