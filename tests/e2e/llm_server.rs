@@ -126,7 +126,10 @@ fn bundle() -> Fixture {
 
 fn config(kind: &str, endpoint: &str, audit: &Path, extra_llm: &str) -> String {
     format!(
-        "[planner]\nkind = \"{kind}\"\nfallback_below = 1.0\n[llm]\nmode = \"local\"\nendpoint = \"{endpoint}\"\naudit_log = {:?}\n{extra_llm}\n",
+        // A long request timeout: a busy test machine slows the model's
+        // replies (up to `planner.samples` of them and the arbitration),
+        // and these tests are about behaviour, not speed.
+        "[http]\nrequest_timeout_ms = 120000\n[planner]\nkind = \"{kind}\"\nfallback_below = 1.0\n[llm]\nmode = \"local\"\nendpoint = \"{endpoint}\"\naudit_log = {:?}\n{extra_llm}\n",
         audit.display().to_string()
     )
 }
