@@ -80,6 +80,8 @@ fn words(text: &str) -> HashSet<String> {
 struct Nearness<'a> {
     learned: &'a LearnedPlanner,
     vector: Option<&'a [f32]>,
+    /// The question vector's length (the stored vectors are unit length).
+    norm: f32,
     words: HashSet<String>,
 }
 
@@ -87,8 +89,7 @@ impl Nearness<'_> {
     fn of(&self, i: usize, demo: &Demo) -> f32 {
         match (self.vector, self.learned.demo_vector(i)) {
             (Some(q), Some(v)) if q.len() == v.len() => {
-                let norm = q.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
-                q.iter().zip(v).map(|(a, b)| a * b).sum::<f32>() / norm
+                q.iter().zip(v).map(|(a, b)| a * b).sum::<f32>() / self.norm
             }
             _ => words(&demo.question).intersection(&self.words).count() as f32,
         }
@@ -121,9 +122,13 @@ impl Guide {
         vector: Option<&[f32]>,
         topics: Vec<String>,
     ) -> Option<Guide> {
+        let norm = vector
+            .map_or(1.0, |q| q.iter().map(|x| x * x).sum::<f32>().sqrt())
+            .max(1e-12);
         let near = Nearness {
             learned,
             vector,
+            norm,
             words: words(question),
         };
         let demos_of = &learned.meta.demos;
