@@ -11,6 +11,11 @@ step() { printf '\n==> %s\n' "$*"; }
 step "setup"
 bash scripts/setup.sh
 
+# ONNX Runtime, from the wheel setup.sh installs: the `kgbox` binary is built
+# with the `ort` feature by default, and the tests of every engine need it.
+ORT_DYLIB_PATH=$(bash scripts/ort-lib.sh)
+export ORT_DYLIB_PATH
+
 step "cargo fmt --all --check"
 cargo fmt --all --check
 
@@ -26,15 +31,18 @@ cargo build --workspace --bins
 step "cargo test --workspace"
 cargo test --workspace
 
-# The neural executor's second engine: ONNX Runtime, loaded from the wheel
-# that setup.sh installs. Lints, then the parity test against the PyTorch
-# fixtures through both engines.
-ORT_DYLIB_PATH=$(bash scripts/ort-lib.sh)
-export ORT_DYLIB_PATH
+# The neural crate on its own with ONNX Runtime: lints, then the parity
+# test against the PyTorch fixtures through every engine.
 step "cargo clippy -p kgbox-neural --features ort --all-targets -- -D warnings"
 cargo clippy -p kgbox-neural --features ort --all-targets -- -D warnings
 step "cargo test -p kgbox-neural --features ort (ORT_DYLIB_PATH=$ORT_DYLIB_PATH)"
 cargo test -p kgbox-neural --features ort
+# The CUDA path compiles, and with no GPU (the wheel's library has no CUDA
+# provider) `device = auto` falls back to the CPU and `cuda` is refused.
+step "cargo clippy -p kgbox-neural --features cuda --all-targets -- -D warnings"
+cargo clippy -p kgbox-neural --features cuda --all-targets -- -D warnings
+step "cargo test -p kgbox-neural --features cuda --test device"
+cargo test -p kgbox-neural --features cuda --test device
 
 # The in-process LLM (llama.cpp, built from source by llama-cpp-sys-2) with
 # the SmolLM2 GGUF that setup.sh installs.

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Neural executor benchmark: kgbox (tract / ort) vs the PyTorch CPU reference
+# Neural executor benchmark: kgbox (native / tract / ort) vs the PyTorch CPU reference
 # of the same pipeline (SEPPR -> induced subgraph -> UltraQuery entity model
 # -> sigmoid), on MetaQA gold chain queries.
 #
 # Usage: benches/neural/bench.sh [SAMPLE]        (default SAMPLE=100)
 # Run from the repository root. Every path is an env var:
 #
-#   KGBOX           kgbox CLI built with the `ort` feature
-#                   (default target/release/kgbox; `cargo build --release -p kgbox --features ort`)
+#   KGBOX           kgbox CLI (default target/release/kgbox; `cargo build --release -p kgbox`,
+#                   which has the `ort` feature by default)
 #   BUNDLE_DIR      directory with metaqa-kb_half.kgb and metaqa-kb.kgb (default: bundles/ in the shared data folder beside the repo)
 #   GOLD_DIR        directory with gold-1.tsv gold-2.tsv gold-3.tsv (default: gold/ in the shared data folder)
 #   TRUST           public key the bundles are signed with (default $BUNDLE_DIR/k.pub)
@@ -16,8 +16,10 @@
 #   PY              python with torch (default python3); TORCH=0 skips the torch reference
 #   ORT_DYLIB_PATH  libonnxruntime.so for --engine ort (onnxruntime 1.31.x)
 #   OUT_DIR         per-run JSON results (default target/neural-bench)
-#   ENGINES         default "tract ort";  KS default "500 2000";  HOPS default "1 2 3"
-#   FULL_CONFIG     "hops k engine" run once on the full KB (default "2 500 tract")
+#   ENGINES         default "native tract ort";  KS default "500 2000";  HOPS default "1 2 3"
+#   FULL_CONFIG     "hops k engine" run once on the full KB (default "2 500 native")
+#   RAYON_THREADS   threads of the native engine's pool (default: one per core);
+#                   ort runs the entity model on one intra-op thread (see its README)
 #   TORCH_THREADS   torch.set_num_threads for the reference (default 1)
 #
 # Producing the inputs (from the repository root):
@@ -49,10 +51,12 @@ CKPT=${CKPT:-../shared/models/ultra/ultraquery.pth}
 PY=${PY:-python3}
 TORCH=${TORCH:-1}
 OUT_DIR=${OUT_DIR:-target/neural-bench}
-ENGINES=${ENGINES:-tract ort}
+ENGINES=${ENGINES:-native tract ort}
 KS=${KS:-500 2000}
 HOPS=${HOPS:-1 2 3}
-FULL_CONFIG=${FULL_CONFIG:-2 500 tract}
+FULL_CONFIG=${FULL_CONFIG:-2 500 native}
+RAYON_THREADS=${RAYON_THREADS:-$(nproc)}
+export RAYON_NUM_THREADS=$RAYON_THREADS
 TORCH_THREADS=${TORCH_THREADS:-1}
 HERE=$(cd "$(dirname "$0")" && pwd)
 
@@ -133,7 +137,7 @@ for c in "${configs[@]}"; do
     run_torch "$1" "$2" "$3"
 done
 
-printf '\nMetaQA dev gold queries, --sample %s, neural executor; torch = PyTorch CPU reference, %s thread(s)\n\n' "$SAMPLE" "$TORCH_THREADS"
+printf '\nMetaQA dev gold queries, --sample %s, neural executor; native engine on %s thread(s); torch = PyTorch CPU reference, %s thread(s)\n\n' "$SAMPLE" "$RAYON_THREADS" "$TORCH_THREADS"
 echo "| KB | hops | k | engine | p50 ms | p95 ms | peak RSS MB | Hits@1 | torch p50 ms | torch Hits@1 | torch/kgbox p50 |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for c in "${configs[@]}"; do

@@ -111,7 +111,7 @@ pub fn fit(built: &[(&'static str, Vec<u8>)], examples: &[Example]) -> Result<Op
     let get = |name: &str| aligned.get(name);
     let kg = aligned.kg()?;
     let Some(model) =
-        UltraModel::from_sections(get, kg.relation_count(), EngineKind::Tract, Device::Cpu)
+        UltraModel::from_sections(get, kg.relation_count(), EngineKind::Native, Device::Cpu)
             .context("the neural model does not load")?
     else {
         return Ok(None);

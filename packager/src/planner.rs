@@ -279,8 +279,9 @@ fn calibrate<'a>(
     let model = if executor == Executor::Symbolic {
         None
     } else {
-        let m = UltraModel::from_sections(get, kg.relation_count(), EngineKind::Tract, Device::Cpu)
-            .context("loading the neural model to calibrate the planner")?;
+        let m =
+            UltraModel::from_sections(get, kg.relation_count(), EngineKind::Native, Device::Cpu)
+                .context("loading the neural model to calibrate the planner")?;
         if m.is_none() {
             bail!("--planner-executor {executor} needs the neural model (--ultra)");
         }

@@ -95,6 +95,49 @@ fn executors_over_http() {
         "{neu2}"
     );
 
+    // The default engine is the native one, and `device = auto` says why it
+    // runs on the CPU (this build has no `cuda` feature).
+    let log = server.log();
+    assert!(
+        log.contains("engine=native") || log.contains("engine=\"native\""),
+        "{log}"
+    );
+    assert!(
+        log.contains("executor.device = auto: the neural query model runs on the CPU"),
+        "{log}"
+    );
+    assert!(log.contains("no `cuda` feature"), "{log}");
+
+    // Concurrent requests are batched together; each gets what it gets alone.
+    let alone: Vec<serde_json::Value> = [ONE_HOP, TWO_HOP]
+        .iter()
+        .map(|q| query(q, "neural").1["answers"].clone())
+        .collect();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..16)
+            .map(|i| {
+                let q = [ONE_HOP, TWO_HOP][i % 2];
+                let query = &query;
+                s.spawn(move || (i % 2, query(q, "neural")))
+            })
+            .collect();
+        for h in handles {
+            let (which, (status, v)) = h.join().unwrap();
+            assert_eq!(status, 200, "{v}");
+            let got = &v["answers"];
+            for (a, b) in got
+                .as_array()
+                .unwrap()
+                .iter()
+                .zip(alone[which].as_array().unwrap())
+            {
+                assert_eq!(a["name"], b["name"], "{got} vs {}", alone[which]);
+                let (x, y) = (a["score"].as_f64().unwrap(), b["score"].as_f64().unwrap());
+                assert!((x - y).abs() < 1e-5, "{x} vs {y}");
+            }
+        }
+    });
+
     // A smaller subgraph per request.
     let (status, small) = server.post_json(
         "/v1/query",

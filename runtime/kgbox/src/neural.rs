@@ -21,13 +21,17 @@ pub fn load_model(
     cfg: &ExecutorConfig,
 ) -> Result<Option<UltraModel>, String> {
     let kg = bundle.kg().map_err(|e| e.to_string())?;
-    UltraModel::from_sections(
+    let mut model = UltraModel::from_sections(
         |name| bundle.section(name),
         kg.relation_count(),
         cfg.engine,
         cfg.device,
     )
-    .map_err(|e| e.to_string())
+    .map_err(|e| e.to_string())?;
+    if let Some(m) = model.as_mut() {
+        m.set_batching(Some(cfg.batching()));
+    }
+    Ok(model)
 }
 
 /// The neural projector for `executor`, over SEPPR subgraphs of `seppr.k`

@@ -83,10 +83,18 @@ fn load_model(bundle: &LoadedBundle, cfg: &Config) -> Option<Arc<kgbox_neural::U
             tracing::info!(
                 load_ms = t.elapsed().as_secs_f64() * 1e3,
                 checkpoint = %m.meta().checkpoint,
-                engine = m.engine().name(),
-                device = m.engine().device(),
+                engine = m.engine_name(),
+                device = m.device(),
                 "loaded the bundle's neural query model (neural and hybrid executors on)"
             );
+            if cfg.executor.device == kgbox_neural::Device::Auto && m.device() == "cpu" {
+                if let Some(reason) = kgbox_neural::engine::cuda_unavailable_reason() {
+                    tracing::info!(
+                        %reason,
+                        "executor.device = auto: the neural query model runs on the CPU"
+                    );
+                }
+            }
             Some(Arc::new(m))
         }
         Ok(None) => None,

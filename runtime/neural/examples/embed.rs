@@ -2,7 +2,8 @@
 //! another runtime, see `models/minilm/check-onnxruntime.py`).
 //!
 //! `cargo run -p kgbox-neural --example embed -- MODEL.onnx TOKENIZER.json TEXT...`
-//! (`ENGINE=ort` with `--features ort` runs it on ONNX Runtime).
+//! (`ENGINE=ort` with `--features ort` runs it on ONNX Runtime; `EACH=1`
+//! embeds one text per call and prints the median time instead).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 fn main() {
@@ -27,6 +28,25 @@ fn main() {
         t.elapsed()
     );
     let texts: Vec<&str> = args[3..].iter().map(String::as_str).collect();
+    if std::env::var("EACH").is_ok_and(|v| v == "1") {
+        // One text per call (as a question is embedded), timed; the texts
+        // should differ, or the vector cache answers.
+        let mut ms: Vec<f64> = texts
+            .iter()
+            .map(|t| {
+                let start = std::time::Instant::now();
+                encoder.embed(&[t]).unwrap();
+                start.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        ms.sort_by(f64::total_cmp);
+        eprintln!(
+            "one text per call: p50 {:.2} ms over {}",
+            ms[ms.len() / 2],
+            ms.len()
+        );
+        return;
+    }
     let t = std::time::Instant::now();
     let vectors = encoder.embed(&texts).unwrap();
     eprintln!("embedded {} texts in {:?}", texts.len(), t.elapsed());

@@ -4,10 +4,21 @@
 //!
 //! Embeddings are the mean of the model's last hidden state over the
 //! attention mask, L2-normalized (the sentence-transformers recipe for
-//! all-MiniLM-L6-v2). Token sequences are padded to the first of
-//! [`SEQ_BUCKETS`] that holds them: tract needs a concrete sequence length
-//! (see [`engine::tract::TractEngine::for_tokens`]), and ONNX Runtime gets
-//! the same padding so that both see the same inputs.
+//! all-MiniLM-L6-v2).
+//!
+//! Sequences are as long as the longest text of a batch on ONNX Runtime. tract
+//! needs a concrete sequence length (see
+//! [`engine::tract::TractEngine::for_tokens`]) and builds one plan per length,
+//! so there texts are padded up to the next multiple of [`SEQ_STEP`] tokens
+//! (a question of 19 tokens runs at 24, not at 32 or 64). The attention mask
+//! keeps padding out of the result.
+//!
+//! The vectors of the last [`CACHE_TEXTS`] texts asked for alone or in
+//! small groups (questions, mentions) are kept, so a repeated question costs
+//! a lookup.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 use kgbox_query::dense::{EncodeError, TextEncoder};
 use tokenizers::{Tokenizer, TruncationParams};
@@ -22,9 +33,16 @@ pub const MAX_TOKENS: usize = 64;
 /// Texts run through the model at once.
 pub const BATCH: usize = 32;
 
-/// Token sequences are padded to the first of these lengths that holds them,
-/// and tract optimizes the model once per length used.
-pub const SEQ_BUCKETS: [usize; 3] = [16, 32, MAX_TOKENS];
+/// On tract, sequences are padded to a multiple of this many tokens, and the
+/// model is optimized once per length used (at most `MAX_TOKENS / SEQ_STEP`).
+pub const SEQ_STEP: usize = 8;
+
+/// Texts whose vectors are kept (see [`VectorCache`]).
+pub const CACHE_TEXTS: usize = 1024;
+
+/// Calls of at most this many texts use the cache; bulk embedding (the
+/// packager's names) would only churn it.
+const CACHE_CALL_TEXTS: usize = 4;
 
 /// The model inputs the encoder fills, by name; the first two are required.
 const INPUTS: [&str; 3] = ["input_ids", "attention_mask", "token_type_ids"];
@@ -48,12 +66,64 @@ fn tok_err(e: impl std::fmt::Display) -> EncoderError {
     EncoderError::Tokenizer(e.to_string())
 }
 
+/// Vectors of recent texts, in two generations: lookups search both, inserts
+/// go to the newer, and when it holds half the capacity it becomes the older
+/// one (the older is dropped). O(1) per operation, at most `capacity` texts.
+#[derive(Debug, Default)]
+pub struct VectorCache {
+    capacity: usize,
+    newer: HashMap<String, Vec<f32>>,
+    older: HashMap<String, Vec<f32>>,
+    hits: u64,
+    misses: u64,
+}
+
+impl VectorCache {
+    pub fn new(capacity: usize) -> VectorCache {
+        VectorCache {
+            capacity,
+            ..VectorCache::default()
+        }
+    }
+
+    pub fn get(&mut self, text: &str) -> Option<Vec<f32>> {
+        let found = self
+            .newer
+            .get(text)
+            .or_else(|| self.older.get(text))
+            .cloned();
+        match found {
+            Some(_) => self.hits += 1,
+            None => self.misses += 1,
+        }
+        found
+    }
+
+    pub fn put(&mut self, text: &str, vector: &[f32]) {
+        if self.capacity == 0 {
+            return;
+        }
+        if self.newer.len() >= self.capacity.div_ceil(2) {
+            self.older = std::mem::take(&mut self.newer);
+        }
+        self.newer.insert(text.to_string(), vector.to_vec());
+    }
+
+    /// Lookups that found a vector, and lookups that did not.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.hits, self.misses)
+    }
+}
+
 /// A sentence encoder: tokenizer + ONNX model on an engine.
 pub struct Encoder {
     engine: Box<dyn Engine>,
     tokenizer: Tokenizer,
     /// Which of [`INPUTS`] the model takes.
     takes: [bool; 3],
+    /// Pad to a multiple of [`SEQ_STEP`] (tract) rather than to the longest text.
+    stepped: bool,
+    cache: Mutex<VectorCache>,
 }
 
 impl std::fmt::Debug for Encoder {
@@ -87,12 +157,13 @@ impl Encoder {
                 ..TruncationParams::default()
             }))
             .map_err(tok_err)?;
-        // Padding is done here, to a bucket length (see [`SEQ_BUCKETS`]).
+        // Padding is done here (see the module docs).
         tokenizer.with_padding(None);
 
-        // Names and mentions nearly always fit the first bucket: tract builds
-        // its plan now, so that a load error shows here and not on first use.
-        let engine = engine::load_tokens(kind, device, onnx, SEQ_BUCKETS[0]).map_err(model_err)?;
+        // tract builds the plan for names and short mentions now, so that a
+        // load error shows here and not on first use.
+        let engine = engine::load_tokens(kind, device, onnx, 2 * SEQ_STEP).map_err(model_err)?;
+        let stepped = engine.name() == "tract";
         let mut takes = [false; 3];
         for name in engine.inputs() {
             let slot = INPUTS
@@ -110,7 +181,14 @@ impl Encoder {
             engine,
             tokenizer,
             takes,
+            stepped,
+            cache: Mutex::new(VectorCache::new(CACHE_TEXTS)),
         })
+    }
+
+    /// Lookups of the vector cache that found a vector, and that did not.
+    pub fn cache_counts(&self) -> (u64, u64) {
+        self.cache.lock().map(|c| c.counts()).unwrap_or((0, 0))
     }
 
     /// The engine that runs the model (`tract`, `ort`).
@@ -120,6 +198,44 @@ impl Encoder {
 
     /// Unit-length embeddings of `texts`, in order.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncoderError> {
+        if texts.len() <= CACHE_CALL_TEXTS {
+            return self.embed_cached(texts);
+        }
+        self.embed_all(texts)
+    }
+
+    fn embed_cached(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncoderError> {
+        let mut found: Vec<Option<Vec<f32>>> = match self.cache.lock() {
+            Ok(mut c) => texts.iter().map(|t| c.get(t)).collect(),
+            Err(_) => vec![None; texts.len()],
+        };
+        let missing: Vec<&str> = texts
+            .iter()
+            .zip(&found)
+            .filter(|(_, v)| v.is_none())
+            .map(|(t, _)| *t)
+            .collect();
+        if missing.is_empty() {
+            return Ok(found.into_iter().flatten().collect());
+        }
+        let mut fresh = self.embed_all(&missing)?.into_iter();
+        if let Ok(mut c) = self.cache.lock() {
+            for (text, slot) in texts.iter().zip(found.iter_mut()) {
+                if slot.is_none() {
+                    let v = fresh.next().unwrap_or_default();
+                    c.put(text, &v);
+                    *slot = Some(v);
+                }
+            }
+        } else {
+            for slot in found.iter_mut().filter(|s| s.is_none()) {
+                *slot = Some(fresh.next().unwrap_or_default());
+            }
+        }
+        Ok(found.into_iter().flatten().collect())
+    }
+
+    fn embed_all(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncoderError> {
         let mut out = Vec::with_capacity(texts.len());
         for chunk in texts.chunks(BATCH) {
             out.extend(self.embed_batch(chunk)?);
@@ -137,11 +253,16 @@ impl Encoder {
             .map_err(tok_err)?;
         let batch = encodings.len();
         let longest = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
-        let seq = SEQ_BUCKETS
-            .iter()
-            .copied()
-            .find(|&b| b >= longest)
-            .ok_or_else(|| EncoderError::Tokenizer(format!("{longest} tokens after truncation")))?;
+        if longest > MAX_TOKENS {
+            return Err(EncoderError::Tokenizer(format!(
+                "{longest} tokens after truncation"
+            )));
+        }
+        let seq = if self.stepped {
+            longest.div_ceil(SEQ_STEP).max(1) * SEQ_STEP
+        } else {
+            longest.max(1)
+        };
         let mut ids = Vec::with_capacity(batch * seq);
         let mut mask = Vec::with_capacity(batch * seq);
         let mut types = Vec::with_capacity(batch * seq);

@@ -43,8 +43,14 @@ pub trait Engine: Send + Sync {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EngineKind {
-    /// tract: pure Rust, always built.
+    /// The fastest available: the entity model on the native engine
+    /// ([`crate::native`], CPU) or, with `device` cuda (or auto on a binary
+    /// built with `cuda` and a GPU present), on ONNX Runtime's CUDA provider;
+    /// other models on ONNX Runtime when built with `ort` (and its library
+    /// loads), else tract.
     #[default]
+    Native,
+    /// tract: pure Rust, always built.
     Tract,
     /// ONNX Runtime, loaded from `ORT_DYLIB_PATH` (cargo feature `ort`).
     Ort,
@@ -54,9 +60,12 @@ impl FromStr for EngineKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
+            "native" => Ok(EngineKind::Native),
             "tract" => Ok(EngineKind::Tract),
             "ort" => Ok(EngineKind::Ort),
-            _ => Err(format!("unknown engine {s:?} (expected tract or ort)")),
+            _ => Err(format!(
+                "unknown engine {s:?} (expected native, tract or ort)"
+            )),
         }
     }
 }
@@ -64,6 +73,7 @@ impl FromStr for EngineKind {
 impl std::fmt::Display for EngineKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
+            EngineKind::Native => "native",
             EngineKind::Tract => "tract",
             EngineKind::Ort => "ort",
         })
@@ -94,9 +104,72 @@ impl FromStr for Device {
     }
 }
 
+/// Whether the entity model runs on the native engine for this choice: the
+/// native kind, unless CUDA is asked for, or `auto` finds it.
+pub fn native_runs(kind: EngineKind, device: Device) -> bool {
+    kind == EngineKind::Native
+        && match device {
+            Device::Cpu => true,
+            Device::Cuda => false,
+            Device::Auto => !cuda_available(),
+        }
+}
+
+/// Whether this binary has ONNX Runtime's CUDA provider and a GPU answers
+/// (false when built without the `cuda` feature).
+pub fn cuda_available() -> bool {
+    #[cfg(feature = "ort")]
+    {
+        crate::engine::ort::cuda_available()
+    }
+    #[cfg(not(feature = "ort"))]
+    {
+        false
+    }
+}
+
+/// Why CUDA is not used under `device = auto`, or `None` when it is
+/// available: for the log line of a CPU fallback.
+pub fn cuda_unavailable_reason() -> Option<String> {
+    if !cfg!(feature = "cuda") {
+        return Some("this build has no `cuda` feature".into());
+    }
+    #[cfg(feature = "ort")]
+    {
+        if let Err(e) = crate::engine::ort::environment() {
+            return Some(e.to_string());
+        }
+    }
+    if cuda_available() {
+        None
+    } else {
+        Some("ONNX Runtime's CUDA execution provider is not available (no GPU, or the library lacks it)".into())
+    }
+}
+
+/// Intra-op threads for ONNX Runtime: 1 for graphs that scatter (its
+/// multi-threaded ScatterND with `reduction="add"` races on repeated
+/// indices), else its default (every core).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Threads {
+    One,
+    All,
+}
+
 /// Loads `onnx` into the chosen engine.
 pub fn load(kind: EngineKind, device: Device, onnx: &[u8]) -> Result<Box<dyn Engine>> {
+    load_with(kind, device, onnx, Threads::One)
+}
+
+/// [`load`], with ONNX Runtime's intra-op threads for a graph without scatters.
+pub fn load_with(
+    kind: EngineKind,
+    device: Device,
+    onnx: &[u8],
+    threads: Threads,
+) -> Result<Box<dyn Engine>> {
     match kind {
+        EngineKind::Native => load_fastest(device, onnx, threads),
         EngineKind::Tract => {
             if device == Device::Cuda {
                 return Err(NeuralError::Load(
@@ -109,14 +182,38 @@ pub fn load(kind: EngineKind, device: Device, onnx: &[u8]) -> Result<Box<dyn Eng
         }
         #[cfg(feature = "ort")]
         EngineKind::Ort => Ok(Box::new(crate::engine::ort::OrtEngine::from_bytes(
-            onnx, device,
+            onnx, device, threads,
         )?)),
         #[cfg(not(feature = "ort"))]
         EngineKind::Ort => {
-            let _ = device;
+            let _ = (device, threads);
             Err(NeuralError::EngineMissing("ort"))
         }
     }
+}
+
+/// A generic ONNX graph under [`EngineKind::Native`]: ONNX Runtime when
+/// built with it and its library loads, else tract (CPU). CUDA needs ONNX
+/// Runtime.
+fn load_fastest(device: Device, onnx: &[u8], threads: Threads) -> Result<Box<dyn Engine>> {
+    #[cfg(feature = "ort")]
+    {
+        match crate::engine::ort::OrtEngine::from_bytes(onnx, device, threads) {
+            Ok(e) => return Ok(Box::new(e)),
+            Err(e) if device == Device::Cuda => return Err(e),
+            Err(_) => {}
+        }
+    }
+    #[cfg(not(feature = "ort"))]
+    let _ = threads;
+    if device == Device::Cuda {
+        return Err(NeuralError::Load(
+            "device = cuda needs ONNX Runtime with CUDA (build with `--features cuda`)".into(),
+        ));
+    }
+    Ok(Box::new(crate::engine::tract::TractEngine::from_bytes(
+        onnx,
+    )?))
 }
 
 /// Loads a token model (every input int64 `[batch, sequence]`, such as a
@@ -130,6 +227,17 @@ pub fn load_tokens(
     first_length: usize,
 ) -> Result<Box<dyn Engine>> {
     match kind {
+        EngineKind::Native => {
+            #[cfg(feature = "ort")]
+            {
+                match crate::engine::ort::OrtEngine::from_bytes(onnx, device, Threads::All) {
+                    Ok(e) => return Ok(Box::new(e)),
+                    Err(e) if device == Device::Cuda => return Err(e),
+                    Err(_) => {}
+                }
+            }
+            load_tokens(EngineKind::Tract, device, onnx, first_length)
+        }
         EngineKind::Tract => {
             if device == Device::Cuda {
                 return Err(NeuralError::Load(
@@ -141,7 +249,7 @@ pub fn load_tokens(
                 first_length,
             )?))
         }
-        EngineKind::Ort => load(kind, device, onnx),
+        EngineKind::Ort => load_with(kind, device, onnx, Threads::All),
     }
 }
 

@@ -13,11 +13,13 @@
 //! with CUDA behind the `cuda` feature). The bundle's sentence encoder
 //! ([`encoder`]) runs on them too: this crate is the one home of ONNX.
 
+pub mod batcher;
 pub mod encoder;
 pub mod engine;
 pub mod kgc;
 pub mod meta;
 pub mod model;
+pub mod native;
 pub mod projector;
 pub mod relgraph;
 pub mod seppr;

@@ -3,8 +3,10 @@
 
 use kgbox_bundle::sections;
 
+use crate::batcher::{BatchConfig, Batcher};
 use crate::engine::{self, Arg, Device, Engine, EngineKind};
 use crate::meta::UltraMeta;
+use crate::native::{NativeUltra, Part};
 use crate::subgraph::Subgraph;
 use crate::{NeuralError, Result};
 
@@ -23,8 +25,16 @@ pub struct ModelQuery<'a> {
     pub h_prob: &'a [f32],
 }
 
+/// What runs the entity model: the native engine, or an ONNX engine.
+enum Runner {
+    Native(NativeUltra),
+    Onnx(Box<dyn Engine>),
+}
+
 pub struct UltraModel {
-    engine: Box<dyn Engine>,
+    runner: Runner,
+    /// Gathers concurrent projections into batches, when enabled.
+    batcher: Option<Batcher>,
     meta: UltraMeta,
     /// `[condition][relation][dim]`.
     relreps: Vec<f32>,
@@ -33,7 +43,7 @@ pub struct UltraModel {
 impl std::fmt::Debug for UltraModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UltraModel")
-            .field("engine", &self.engine.name())
+            .field("engine", &self.engine_name())
             .field("meta", &self.meta)
             .finish_non_exhaustive()
     }
@@ -60,6 +70,16 @@ pub fn encode_f32s(values: &[f32]) -> Vec<u8> {
 
 impl UltraModel {
     pub fn new(engine: Box<dyn Engine>, meta: UltraMeta, relreps: Vec<f32>) -> Result<UltraModel> {
+        UltraModel::with_runner(Runner::Onnx(engine), meta, relreps)
+    }
+
+    /// The model on the native engine (see [`crate::native`]).
+    pub fn native(onnx: &[u8], meta: UltraMeta, relreps: Vec<f32>) -> Result<UltraModel> {
+        let native = NativeUltra::from_onnx(onnx, meta.dim, meta.relations)?;
+        UltraModel::with_runner(Runner::Native(native), meta, relreps)
+    }
+
+    fn with_runner(runner: Runner, meta: UltraMeta, relreps: Vec<f32>) -> Result<UltraModel> {
         let want = meta.relations * meta.relations * meta.dim;
         if meta.dim == 0 || meta.relations == 0 || relreps.len() != want {
             return Err(NeuralError::Invalid(format!(
@@ -75,7 +95,8 @@ impl UltraModel {
             ));
         }
         Ok(UltraModel {
-            engine,
+            runner,
+            batcher: None,
             meta,
             relreps,
         })
@@ -113,16 +134,57 @@ impl UltraModel {
                 sections::ULTRA_RELREPS
             ))
         })?;
+        let relreps = decode_f32s(relreps)?;
+        if engine::native_runs(kind, device) {
+            return UltraModel::native(onnx, meta, relreps).map(Some);
+        }
         let engine = engine::load(kind, device, onnx)?;
-        UltraModel::new(engine, meta, decode_f32s(relreps)?).map(Some)
+        UltraModel::new(engine, meta, relreps).map(Some)
     }
 
     pub fn meta(&self) -> &UltraMeta {
         &self.meta
     }
 
-    pub fn engine(&self) -> &dyn Engine {
-        self.engine.as_ref()
+    /// `native`, `tract` or `ort`.
+    pub fn engine_name(&self) -> &'static str {
+        match &self.runner {
+            Runner::Native(_) => "native",
+            Runner::Onnx(e) => e.name(),
+        }
+    }
+
+    /// `cpu` or `cuda`.
+    pub fn device(&self) -> &'static str {
+        match &self.runner {
+            Runner::Native(_) => "cpu",
+            Runner::Onnx(e) => e.device(),
+        }
+    }
+
+    /// Admits concurrent projections in turn and batches them (see
+    /// [`crate::batcher`]); `None` lets every projection run at once. Only
+    /// the native engine batches (an ONNX engine would run the items one by
+    /// one anyway), so with another engine `batch` is off.
+    pub fn set_batching(&mut self, config: Option<BatchConfig>) {
+        let batches = self.batches();
+        self.batcher = config.map(|c| {
+            Batcher::new(BatchConfig {
+                batch: c.batch && batches,
+                ..c
+            })
+        });
+    }
+
+    /// The gate and batcher, when set.
+    pub fn batcher(&self) -> Option<&Batcher> {
+        self.batcher.as_ref()
+    }
+
+    /// Whether several graphs can run as one disjoint batch
+    /// ([`UltraModel::logits_batch`]) at the cost of their sizes summed.
+    pub fn batches(&self) -> bool {
+        matches!(self.runner, Runner::Native(_))
     }
 
     /// Relation representations conditioned on `condition`: `[relation][dim]`.
@@ -131,8 +193,74 @@ impl UltraModel {
         self.relreps.get(condition * size..(condition + 1) * size)
     }
 
+    /// The query vector and the relation representations of one query.
+    fn vectors(&self, q: &ModelQuery<'_>) -> Result<(&[f32], &[f32])> {
+        let (nr, d) = (self.meta.relations, self.meta.dim);
+        let reps = self.rel_reps(q.condition).ok_or_else(|| {
+            NeuralError::Run(format!(
+                "relation {} out of range ({nr} types)",
+                q.condition
+            ))
+        })?;
+        let vector = reps
+            .get(q.relation * d..(q.relation + 1) * d)
+            .ok_or_else(|| {
+                NeuralError::Run(format!("relation {} out of range ({nr} types)", q.relation))
+            })?;
+        Ok((vector, reps))
+    }
+
     /// Logits of every node of `graph` for each query.
     pub fn logits(&self, graph: &Subgraph, queries: &[ModelQuery<'_>]) -> Result<Vec<Vec<f32>>> {
+        let items: Vec<(&Subgraph, ModelQuery<'_>)> = queries.iter().map(|q| (graph, *q)).collect();
+        match &self.runner {
+            Runner::Native(_) => self.logits_batch(&items),
+            Runner::Onnx(engine) => self.logits_onnx(engine.as_ref(), graph, queries),
+        }
+    }
+
+    /// Logits of every node of each item's graph, for its query. The native
+    /// engine runs them as one disjoint batch; an ONNX engine one by one.
+    pub fn logits_batch(&self, items: &[(&Subgraph, ModelQuery<'_>)]) -> Result<Vec<Vec<f32>>> {
+        let native = match &self.runner {
+            Runner::Native(n) => n,
+            Runner::Onnx(engine) => {
+                let mut out = Vec::with_capacity(items.len());
+                for (g, q) in items {
+                    out.extend(self.logits_onnx(engine.as_ref(), g, std::slice::from_ref(q))?);
+                }
+                return Ok(out);
+            }
+        };
+        let mut parts = Vec::with_capacity(items.len());
+        for (g, q) in items {
+            let (query, rel_reps) = self.vectors(q)?;
+            if q.h_prob.len() != g.nodes.len() {
+                return Err(NeuralError::Run(format!(
+                    "start set over {} nodes for a graph of {}",
+                    q.h_prob.len(),
+                    g.nodes.len()
+                )));
+            }
+            parts.push(Part {
+                nodes: g.nodes.len(),
+                src: &g.src,
+                dst: &g.dst,
+                kind: &g.kind,
+                h_prob: q.h_prob,
+                query,
+                rel_reps,
+            });
+        }
+        native.forward(&parts)
+    }
+
+    fn logits_onnx(
+        &self,
+        engine: &dyn Engine,
+        graph: &Subgraph,
+        queries: &[ModelQuery<'_>],
+    ) -> Result<Vec<Vec<f32>>> {
         let n = graph.nodes.len();
         let (nr, d) = (self.meta.relations, self.meta.dim);
         let b = queries.len();
@@ -143,17 +271,7 @@ impl UltraModel {
         let mut query = Vec::with_capacity(b * d);
         let mut rel_reps = Vec::with_capacity(b * nr * d);
         for q in queries {
-            let reps = self.rel_reps(q.condition).ok_or_else(|| {
-                NeuralError::Run(format!(
-                    "relation {} out of range ({nr} types)",
-                    q.condition
-                ))
-            })?;
-            let vector = reps
-                .get(q.relation * d..(q.relation + 1) * d)
-                .ok_or_else(|| {
-                    NeuralError::Run(format!("relation {} out of range ({nr} types)", q.relation))
-                })?;
+            let (vector, reps) = self.vectors(q)?;
             if q.h_prob.len() != n {
                 return Err(NeuralError::Run(format!(
                     "start set over {} nodes for a graph of {n}",
@@ -165,7 +283,7 @@ impl UltraModel {
             rel_reps.extend_from_slice(reps);
         }
         let e = graph.edge_count();
-        let (shape, out) = self.engine.run(&[
+        let (shape, out) = engine.run(&[
             ("h_prob", Arg::F32(&[b, n], &h_prob)),
             ("query", Arg::F32(&[b, d], &query)),
             ("rel_reps", Arg::F32(&[b, nr, d], &rel_reps)),

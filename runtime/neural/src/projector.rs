@@ -5,6 +5,7 @@ use kgbox_bundle::Kg;
 use kgbox_query::fuzzy::FuzzySet;
 use kgbox_query::{Fusion, Projector};
 
+use crate::batcher::Projection;
 use crate::model::{sigmoid, ModelQuery, UltraModel};
 use crate::seppr::{self, SepprParams};
 use crate::subgraph::Subgraph;
@@ -12,6 +13,8 @@ use crate::subgraph::Subgraph;
 /// Memberships below this are dropped from a projected set.
 pub const MIN_MEMBERSHIP: f32 = 1e-4;
 
+/// One request's projector; its projections go through the model's gate
+/// and batcher when it has one ([`UltraModel::set_batching`]).
 pub struct NeuralProjector<'k, 'a> {
     kg: &'k Kg<'a>,
     model: &'k UltraModel,
@@ -34,24 +37,33 @@ impl Projector for NeuralProjector<'_, '_> {
         if seeds.is_empty() {
             return Ok(FuzzySet::default());
         }
-        let nodes = seppr::top_nodes(self.kg, &seeds, &self.params);
-        let graph = Subgraph::induced(self.kg, nodes);
-        let h_prob: Vec<f32> = graph.nodes.iter().map(|&v| x.get(v)).collect();
         let r = relation as usize + if inverse { self.kg.relation_count() } else { 0 };
-        let logits = self
-            .model
-            .logits(
-                &graph,
-                &[ModelQuery {
+        let (nodes, scores) = match self.model.batcher() {
+            Some(b) => b.project(
+                self.kg,
+                self.model,
+                Projection {
+                    seeds,
+                    relation: r,
+                    params: self.params,
+                },
+            ),
+            None => {
+                let nodes = seppr::top_nodes(self.kg, &seeds, &self.params);
+                let graph = Subgraph::induced(self.kg, nodes);
+                let h_prob: Vec<f32> = graph.nodes.iter().map(|&v| x.get(v)).collect();
+                let query = ModelQuery {
                     condition: r,
                     relation: r,
                     h_prob: &h_prob,
-                }],
-            )
-            .map_err(|e| e.to_string())?;
-        let scores = logits.into_iter().next().unwrap_or_default();
-        let pairs = graph
-            .nodes
+                };
+                self.model
+                    .logits(&graph, &[query])
+                    .map(|l| (graph.nodes, l.into_iter().next().unwrap_or_default()))
+            }
+        }
+        .map_err(|e| e.to_string())?;
+        let pairs = nodes
             .iter()
             .zip(scores)
             .map(|(&v, logit)| (v, sigmoid(logit)))

@@ -5,8 +5,28 @@
 //! `x ← α·diffuse(x) + (1 - α)·x0`, where `diffuse` spreads each node's mass
 //! evenly over its edges in both directions. The `k` nodes with the most mass
 //! are kept (ties by id); seeds are always kept.
+//!
+//! The diffusion is direction-optimizing, as breadth-first search is: while
+//! the mass covers few nodes, those nodes push it along their edges; once it
+//! covers more than 1/[`DENSE_FRACTION`] of the graph, every node pulls from
+//! its neighbours instead (the same sums, without scattered writes, on all
+//! cores).
 
 use kgbox_bundle::Kg;
+use rayon::prelude::*;
+
+/// The diffusion turns dense once the mass covers 1/this of the nodes.
+const DENSE_FRACTION: usize = 16;
+
+/// Nodes per block of the dense step.
+const DENSE_BLOCK: usize = 4096;
+
+/// [`top_nodes_many`] diffuses several seed sets at once while they hold at
+/// most this many values in all (`nodes × sets`, 32 MB of f32 per buffer).
+const MANY_VALUES: usize = 8 << 20;
+
+/// Below this many seed sets, [`top_nodes_many`] runs them one by one.
+const MANY_MIN_SETS: usize = 4;
 
 /// SEPPR's parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -53,7 +73,13 @@ pub fn top_nodes(kg: &Kg<'_>, seeds: &[(u32, f32)], params: &SepprParams) -> Vec
     }
     let mut x = x0.clone();
     let mut next = vec![0f32; n];
+    let mut dense = false;
     for _ in 0..params.iterations {
+        if dense || touched.len() * DENSE_FRACTION > n {
+            dense = true;
+            pull_step(kg, &mut x, &x0, &mut next, params.alpha);
+            continue;
+        }
         let frontier = touched.len();
         for i in 0..frontier {
             let u = touched[i];
@@ -83,9 +109,22 @@ pub fn top_nodes(kg: &Kg<'_>, seeds: &[(u32, f32)], params: &SepprParams) -> Vec
             next[ui] = 0.0;
         }
     }
-    let mut ranked: Vec<(u32, f32)> = touched.iter().map(|&u| (u, x[u as usize])).collect();
+    let ranked: Vec<(u32, f32)> = if dense {
+        (0..n as u32)
+            .map(|u| (u, x[u as usize]))
+            .filter(|p| p.1 > 0.0)
+            .collect()
+    } else {
+        touched.iter().map(|&u| (u, x[u as usize])).collect()
+    };
+    keep_top(ranked, seeds, params.k, n)
+}
+
+/// The `k` nodes of `ranked` with the most mass (ties by id), plus the
+/// seeds, sorted by id.
+fn keep_top(mut ranked: Vec<(u32, f32)>, seeds: &[(u32, f32)], k: usize, n: usize) -> Vec<u32> {
     let by_mass = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-    let k = params.k.max(1);
+    let k = k.max(1);
     if ranked.len() > k {
         ranked.select_nth_unstable_by(k - 1, by_mass);
         ranked.truncate(k);
@@ -96,4 +135,164 @@ pub fn top_nodes(kg: &Kg<'_>, seeds: &[(u32, f32)], params: &SepprParams) -> Vec
     nodes.sort_unstable();
     nodes.dedup();
     nodes
+}
+
+/// [`top_nodes`] for several seed sets (of one `alpha` and `iterations`;
+/// each its own `k`). With enough sets and a graph small enough to hold a
+/// vector of each, they diffuse together: one dense pull per step reads
+/// each node's neighbours once for all sets, which is several times cheaper
+/// per set than one diffusion each. Otherwise they run one by one.
+pub fn top_nodes_many(kg: &Kg<'_>, sets: &[(&[(u32, f32)], SepprParams)]) -> Vec<Vec<u32>> {
+    let n = kg.entity_count();
+    let b = sets.len();
+    let same = sets
+        .windows(2)
+        .all(|w| w[0].1.alpha == w[1].1.alpha && w[0].1.iterations == w[1].1.iterations);
+    if b < MANY_MIN_SETS || !same || n.saturating_mul(b) > MANY_VALUES || n == 0 {
+        return sets.iter().map(|(s, p)| top_nodes(kg, s, p)).collect();
+    }
+    let (alpha, iterations) = (sets[0].1.alpha, sets[0].1.iterations);
+    // x0 of each set, as (node, set, mass); sets without mass get nothing.
+    let mut starts: Vec<(usize, usize, f32)> = Vec::new();
+    for (j, (seeds, _)) in sets.iter().enumerate() {
+        let total: f32 = seeds.iter().map(|s| s.1.max(0.0)).sum();
+        if total <= 0.0 {
+            continue;
+        }
+        for &(v, w) in seeds.iter() {
+            if (v as usize) < n {
+                starts.push((v as usize, j, w.max(0.0) / total));
+            }
+        }
+    }
+    let mut x = vec![0f32; n * b];
+    for &(v, j, m) in &starts {
+        x[v * b + j] += m;
+    }
+    let mut share = vec![0f32; n * b];
+    let block = (DENSE_BLOCK / b).max(1) * b;
+    for _ in 0..iterations {
+        share
+            .par_chunks_mut(block)
+            .zip(x.par_chunks(block))
+            .enumerate()
+            .for_each(|(c, (out, mass))| {
+                for (i, (s, m)) in out
+                    .chunks_exact_mut(b)
+                    .zip(mass.chunks_exact(b))
+                    .enumerate()
+                {
+                    let u = (c * block / b + i) as u32;
+                    let degree = kg.out.degree(u) + kg.inc.degree(u);
+                    let inv = if degree == 0 {
+                        0.0
+                    } else {
+                        1.0 / degree as f32
+                    };
+                    for (s, m) in s.iter_mut().zip(m) {
+                        *s = m * inv;
+                    }
+                }
+            });
+        let share: &[f32] = &share;
+        x.par_chunks_mut(block).enumerate().for_each(|(c, out)| {
+            pull_many(kg, out, c * block / b, b, share, alpha);
+        });
+        for &(v, j, m) in &starts {
+            x[v * b + j] += (1.0 - alpha) * m;
+        }
+    }
+    sets.iter()
+        .enumerate()
+        .map(|(j, (seeds, p))| {
+            let total: f32 = seeds.iter().map(|s| s.1.max(0.0)).sum();
+            if total <= 0.0 {
+                return Vec::new();
+            }
+            let ranked = (0..n)
+                .map(|v| (v as u32, x[v * b + j]))
+                .filter(|p| p.1 > 0.0)
+                .collect();
+            keep_top(ranked, seeds, p.k, n)
+        })
+        .collect()
+}
+
+/// One dense diffusion step: `share[u] = x[u] / degree(u)`, then every node
+/// sums the shares of its neighbours (both directions, with multiplicity):
+/// `x[v] = α·Σ share + (1 - α)·x0[v]`. `share` is scratch of `x`'s length.
+fn pull_step(kg: &Kg<'_>, x: &mut [f32], x0: &[f32], share: &mut [f32], alpha: f32) {
+    share
+        .par_chunks_mut(DENSE_BLOCK)
+        .zip(x.par_chunks(DENSE_BLOCK))
+        .enumerate()
+        .for_each(|(b, (out, mass))| {
+            for (i, (s, &m)) in out.iter_mut().zip(mass).enumerate() {
+                let u = (b * DENSE_BLOCK + i) as u32;
+                let degree = kg.out.degree(u) + kg.inc.degree(u);
+                *s = if degree == 0 { 0.0 } else { m / degree as f32 };
+            }
+        });
+    let share: &[f32] = share;
+    x.par_chunks_mut(DENSE_BLOCK)
+        .zip(x0.par_chunks(DENSE_BLOCK))
+        .enumerate()
+        .for_each(|(b, (out, start))| {
+            for (i, (xv, &s0)) in out.iter_mut().zip(start).enumerate() {
+                let v = (b * DENSE_BLOCK + i) as u32;
+                let (_, outs) = kg.out.edges(v);
+                let (_, ins) = kg.inc.edges(v);
+                let gather = |ends: &[u32]| ends.iter().map(|&u| share[u as usize]).sum::<f32>();
+                let sum = gather(outs) + gather(ins);
+                *xv = alpha * sum + (1.0 - alpha) * s0;
+            }
+        });
+}
+
+/// The dense step of [`top_nodes_many`] for the rows of nodes `first..`:
+/// `out[v] = α·Σ share[u]` over `v`'s neighbours, `b` sets per row.
+#[inline(always)]
+fn pull_many_impl(kg: &Kg<'_>, out: &mut [f32], first: usize, b: usize, share: &[f32], alpha: f32) {
+    for (i, acc) in out.chunks_exact_mut(b).enumerate() {
+        let v = (first + i) as u32;
+        acc.fill(0.0);
+        let (_, outs) = kg.out.edges(v);
+        let (_, ins) = kg.inc.edges(v);
+        for ends in [outs, ins] {
+            for &u in ends {
+                let u = u as usize;
+                for (a, s) in acc.iter_mut().zip(&share[u * b..(u + 1) * b]) {
+                    *a += s;
+                }
+            }
+        }
+        for a in acc.iter_mut() {
+            *a *= alpha;
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn pull_many_avx2(
+    kg: &Kg<'_>,
+    out: &mut [f32],
+    first: usize,
+    b: usize,
+    share: &[f32],
+    alpha: f32,
+) {
+    pull_many_impl(kg, out, first, b, share, alpha);
+}
+
+/// [`pull_many_impl`], in 256-bit vectors when the CPU has AVX2.
+fn pull_many(kg: &Kg<'_>, out: &mut [f32], first: usize, b: usize, share: &[f32], alpha: f32) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above), the only
+        // requirement `pull_many_avx2` adds to `pull_many_impl`.
+        unsafe { pull_many_avx2(kg, out, first, b, share, alpha) };
+        return;
+    }
+    pull_many_impl(kg, out, first, b, share, alpha);
 }

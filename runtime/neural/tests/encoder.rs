@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use kgbox_neural::encoder::{Encoder, EncoderError, SEQ_BUCKETS};
+use kgbox_neural::encoder::{Encoder, EncoderError, VectorCache};
 use kgbox_neural::{Device, EngineKind};
 
 const TEXTS: [&str; 6] = [
@@ -77,8 +77,8 @@ fn tract_embeddings_are_unit_vectors_independent_of_batching() {
         let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
         assert!((norm - 1.0).abs() < 1e-5, "norm {norm}");
     }
-    // One at a time: shorter texts land in the first bucket instead of the
-    // batch's; padding is masked out, so the embeddings stay the same.
+    // One at a time: shorter texts are padded less than in the batch;
+    // padding is masked out, so the embeddings stay the same.
     let single: Vec<Vec<f32>> = texts
         .iter()
         .map(|t| encoder.embed(&[t]).expect("embed").remove(0))
@@ -90,7 +90,28 @@ fn tract_embeddings_are_unit_vectors_independent_of_batching() {
     let cos = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
     assert!(cos(&batched[0], &batched[1]) > cos(&batched[0], &batched[3]));
     assert!(encoder.embed(&[]).expect("empty").is_empty());
-    assert_eq!(SEQ_BUCKETS[0], 16);
+    // The single texts were cached: asking again is a lookup, same vectors.
+    let (hits, _) = encoder.cache_counts();
+    let again = encoder.embed(&[texts[0]]).expect("embed").remove(0);
+    assert_eq!(again, single[0]);
+    assert_eq!(encoder.cache_counts().0, hits + 1);
+}
+
+#[test]
+fn the_vector_cache_keeps_recent_texts_within_its_capacity() {
+    let mut c = VectorCache::new(4);
+    for i in 0..10 {
+        c.put(&format!("t{i}"), &[i as f32]);
+    }
+    // The last two generations of two texts each survive.
+    assert_eq!(c.get("t9"), Some(vec![9.0]));
+    assert_eq!(c.get("t6"), Some(vec![6.0]));
+    assert_eq!(c.get("t5"), None);
+    assert_eq!(c.get("t0"), None);
+    assert_eq!(c.counts(), (2, 2));
+    let mut off = VectorCache::new(0);
+    off.put("a", &[1.0]);
+    assert_eq!(off.get("a"), None);
 }
 
 #[test]

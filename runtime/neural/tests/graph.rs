@@ -3,7 +3,7 @@
 
 use kgbox_bundle::{Kg, Limits, OwnedImage, PublicKey, TrustedKeys};
 use kgbox_neural::relgraph;
-use kgbox_neural::seppr::{top_nodes, SepprParams};
+use kgbox_neural::seppr::{top_nodes, top_nodes_many, SepprParams};
 use kgbox_neural::subgraph::Subgraph;
 
 const DEMO: &[u8] = include_bytes!("../../../demo/demo.kgb");
@@ -63,6 +63,122 @@ fn seppr_keeps_seeds_and_their_neighbourhood_first() {
     // No seeds, no nodes.
     assert!(top_nodes(&kg, &[], &params).is_empty());
     assert!(top_nodes(&kg, &[(seed, 0.0)], &params).is_empty());
+}
+
+/// SEPPR written out over dense vectors, in f64: the definition the
+/// direction-optimizing implementation must agree with.
+fn reference_masses(kg: &Kg<'_>, seeds: &[(u32, f32)], p: &SepprParams) -> Vec<f64> {
+    let n = kg.entity_count();
+    let total: f64 = seeds.iter().map(|s| f64::from(s.1)).sum();
+    let mut x0 = vec![0f64; n];
+    for &(v, w) in seeds {
+        x0[v as usize] += f64::from(w) / total;
+    }
+    let mut x = x0.clone();
+    for _ in 0..p.iterations {
+        let mut next = vec![0f64; n];
+        for u in 0..n as u32 {
+            let (_, outs) = kg.out.edges(u);
+            let (_, ins) = kg.inc.edges(u);
+            let d = outs.len() + ins.len();
+            if d == 0 {
+                continue;
+            }
+            for &v in outs.iter().chain(ins) {
+                next[v as usize] += x[u as usize] / d as f64;
+            }
+        }
+        for v in 0..n {
+            x[v] = f64::from(p.alpha) * next[v] + (1.0 - f64::from(p.alpha)) * x0[v];
+        }
+    }
+    x
+}
+
+#[test]
+fn seppr_agrees_with_the_dense_definition() {
+    let img = demo();
+    let kg = img.kg().unwrap();
+    let seeds = [
+        vec![(kg.entity_id("Blade Runner").unwrap(), 1.0)],
+        vec![
+            (kg.entity_id("Malcolm X").unwrap(), 0.7),
+            (kg.entity_id("Blade Runner").unwrap(), 0.2),
+        ],
+    ];
+    for s in &seeds {
+        for k in [5, 20, 60] {
+            // The iteration count decides whether the mass spreads far enough
+            // to switch to the dense (pull) step.
+            for iterations in [1, 2, 5] {
+                let p = SepprParams {
+                    k,
+                    iterations,
+                    ..SepprParams::default()
+                };
+                let got = top_nodes(&kg, s, &p);
+                let mass = reference_masses(&kg, s, &p);
+                // Every kept non-seed node has at least the mass of every
+                // dropped node (up to f32 rounding).
+                let kept_min = got
+                    .iter()
+                    .filter(|v| !s.iter().any(|x| x.0 == **v))
+                    .map(|&v| mass[v as usize])
+                    .fold(f64::INFINITY, f64::min);
+                let dropped_max = (0..kg.entity_count() as u32)
+                    .filter(|v| !got.contains(v))
+                    .map(|v| mass[v as usize])
+                    .fold(0.0, f64::max);
+                assert!(
+                    kept_min + 1e-6 >= dropped_max,
+                    "k {k}, T {iterations}: kept {kept_min} < dropped {dropped_max}"
+                );
+                let reached = mass.iter().filter(|m| **m > 0.0).count();
+                assert_eq!(
+                    got.len(),
+                    k.min(reached).max(s.len()),
+                    "k {k}, T {iterations}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn seppr_of_many_seed_sets_at_once_equals_one_by_one() {
+    let img = demo();
+    let kg = img.kg().unwrap();
+    let id = |name: &str| kg.entity_id(name).unwrap();
+    let seeds: Vec<Vec<(u32, f32)>> = vec![
+        vec![(id("Blade Runner"), 1.0)],
+        vec![(id("Malcolm X"), 0.7), (id("Blade Runner"), 0.2)],
+        vec![(id("Ridley Scott"), 0.5)],
+        vec![(id("Malcolm X"), 1.0)],
+        vec![(id("Blade Runner"), 0.0)],
+        vec![
+            (id("Spike Lee"), 0.9),
+            (id("Harrison Ford"), 0.3),
+            (id("Malcolm X"), 0.1),
+        ],
+    ];
+    for iterations in [1, 5] {
+        let sets: Vec<(&[(u32, f32)], SepprParams)> = seeds
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let p = SepprParams {
+                    k: 3 + 7 * i,
+                    iterations,
+                    ..SepprParams::default()
+                };
+                (s.as_slice(), p)
+            })
+            .collect();
+        let together = top_nodes_many(&kg, &sets);
+        for (i, (s, p)) in sets.iter().enumerate() {
+            assert_eq!(together[i], top_nodes(&kg, s, p), "set {i}, T {iterations}");
+        }
+    }
 }
 
 #[test]

@@ -58,10 +58,10 @@ fn onnx(name: &str, half: &str) -> Vec<u8> {
     std::fs::read(repo().join(format!("models/ultra/onnx/{name}.{half}.onnx"))).expect("onnx file")
 }
 
-/// The engines this binary can run: tract always; ort when built with the
+/// The engines this binary can run: native and tract always; ort when built with the
 /// feature (`ORT_DYLIB_PATH` must then name the library, or the test fails).
 fn engines() -> Vec<EngineKind> {
-    let mut v = vec![EngineKind::Tract];
+    let mut v = vec![EngineKind::Native, EngineKind::Tract];
     if cfg!(feature = "ort") {
         v.push(EngineKind::Ort);
     }
@@ -110,17 +110,7 @@ fn check(name: &str) {
         eprintln!("{name} {kind}: relation representations max |diff| {d:.2e}");
         assert!(d <= TOLERANCE, "{name} {kind}: relation reps differ by {d}");
 
-        let ent: Box<dyn Engine> =
-            engine::load(kind, Device::Cpu, &onnx(name, "entity")).expect("entity model");
-        let meta = UltraMeta {
-            checkpoint: name.into(),
-            dim: f.dim,
-            relations: nr,
-            relation_graph_edges: rg.len(),
-            opset: 16,
-            fusion: None,
-        };
-        let model = UltraModel::new(ent, meta, fixture_reps.clone()).expect("model");
+        let model = entity_model(kind, name, &f, rg.len());
         // One batch of all cases, then each alone: batching must not change results.
         let queries: Vec<ModelQuery<'_>> = f
             .cases
@@ -143,6 +133,113 @@ fn check(name: &str) {
             );
         }
     }
+}
+
+fn meta(name: &str, f: &Fixture, relation_graph_edges: usize) -> UltraMeta {
+    UltraMeta {
+        checkpoint: name.into(),
+        dim: f.dim,
+        relations: 2 * f.num_relations,
+        relation_graph_edges,
+        opset: 16,
+        fusion: None,
+    }
+}
+
+/// The entity model on `kind`, with the fixture's relation representations.
+fn entity_model(kind: EngineKind, name: &str, f: &Fixture, rg_edges: usize) -> UltraModel {
+    let reps: Vec<f32> = f.rel_reps.iter().flatten().flatten().copied().collect();
+    let meta = meta(name, f, rg_edges);
+    if kind == EngineKind::Native {
+        let model = UltraModel::native(&onnx(name, "entity"), meta, reps).expect("native model");
+        assert_eq!(model.engine_name(), "native");
+        return model;
+    }
+    let ent: Box<dyn Engine> =
+        engine::load(kind, Device::Cpu, &onnx(name, "entity")).expect("entity model");
+    UltraModel::new(ent, meta, reps).expect("model")
+}
+
+/// Graphs of different sizes and edges, run as one disjoint batch by the
+/// native engine, score as each does alone on the ONNX engines (run from
+/// three threads at once): the fixture graph,
+/// its first half of facts, and a graph where one node receives every
+/// message of its 40 neighbours (many repeated destinations).
+#[test]
+fn native_disjoint_batches_match_the_onnx_engines() {
+    let name = "ultraquery";
+    let f = fixture(name);
+    let r = f.num_relations;
+    let half = f.triples.len() / 2;
+    let star: Vec<[u32; 3]> = (1..=40u32).map(|i| [0, i % r as u32, i]).collect();
+    let graphs = [
+        Subgraph::from_facts(f.num_entities, r, &f.triples),
+        Subgraph::from_facts(f.num_entities, r, &f.triples[..half]),
+        Subgraph::from_facts(41, r, &star),
+    ];
+    let starts: Vec<Vec<f32>> = graphs
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            (0..g.nodes.len())
+                .map(|v| {
+                    if (v + i) % 7 == 0 {
+                        0.5 + 0.1 * i as f32
+                    } else {
+                        0.0
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let items: Vec<(&Subgraph, ModelQuery<'_>)> = graphs
+        .iter()
+        .zip(&starts)
+        .enumerate()
+        .map(|(i, (g, h))| {
+            (
+                g,
+                ModelQuery {
+                    condition: (3 * i) % (2 * r),
+                    relation: (3 * i) % (2 * r),
+                    h_prob: h,
+                },
+            )
+        })
+        .collect();
+    let native = entity_model(EngineKind::Native, name, &f, 0);
+    let batched = native.logits_batch(&items).expect("native batch");
+    for kind in engines().into_iter().filter(|k| *k != EngineKind::Native) {
+        let other = entity_model(kind, name, &f, 0);
+        // From several threads at once: ort runs one single-threaded session
+        // per core, tract one plan; neither may mix up concurrent sums.
+        std::thread::scope(|s| {
+            for t in 0..3 {
+                let (other, items, batched) = (&other, &items, &batched);
+                s.spawn(move || {
+                    for (i, (g, q)) in items.iter().enumerate() {
+                        let alone = other.logits(g, std::slice::from_ref(q)).expect("run");
+                        let d = max_abs_diff(&batched[i], &alone[0]);
+                        eprintln!(
+                            "thread {t} graph {i}: native batched vs {kind} max |diff| {d:.2e}"
+                        );
+                        assert!(d <= TOLERANCE, "{kind} graph {i}: {d}");
+                    }
+                });
+            }
+        });
+    }
+}
+
+#[test]
+fn native_refuses_a_model_of_another_layout() {
+    let f = fixture("ultraquery");
+    // The relation model is valid ONNX but not the entity model's layout.
+    let err = UltraModel::native(&onnx("ultraquery", "relation"), meta("x", &f, 0), vec![])
+        .expect_err("the relation model is not an entity model");
+    assert!(err.to_string().contains("layout"), "{err}");
+    let err = UltraModel::native(b"not onnx", meta("x", &f, 0), vec![]).expect_err("garbage");
+    assert!(!err.to_string().is_empty());
 }
 
 #[test]

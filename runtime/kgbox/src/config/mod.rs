@@ -51,30 +51,54 @@ pub struct Config {
 pub struct ExecutorConfig {
     /// Used when a request does not say: symbolic, neural or hybrid.
     pub mode: kgbox_query::Executor,
-    /// ONNX engine for the bundle's ULTRA model: tract (built in) or ort
+    /// Engine for the bundle's models: native (the entity model in Rust;
+    /// other models on ort when built, else tract), tract (built in) or ort
     /// (cargo feature `ort`, library from `ORT_DYLIB_PATH`).
     pub engine: kgbox_neural::EngineKind,
-    /// auto, cpu or cuda (cuda needs the ort engine built with `cuda`).
+    /// auto, cpu or cuda (cuda needs ONNX Runtime built with `cuda`).
     pub device: kgbox_neural::Device,
     /// SEPPR subgraph size: nodes the entity model sees per projection.
     pub seppr_k: usize,
     /// Largest `seppr_k` a request may ask for.
     pub max_seppr_k: usize,
+    /// Projections (or batches of them) running at once; the others queue
+    /// in arrival order. 0: one per CPU core.
+    pub parallel: usize,
+    /// Run the queued projections as one batch (native engine).
+    pub batch: bool,
+    /// A batch takes queued projections up to this many subgraph nodes.
+    pub batch_max_nodes: usize,
 }
 
 impl Default for ExecutorConfig {
     fn default() -> Self {
         ExecutorConfig {
             mode: kgbox_query::Executor::Symbolic,
-            engine: kgbox_neural::EngineKind::Tract,
+            engine: kgbox_neural::EngineKind::Native,
             device: kgbox_neural::Device::Auto,
             seppr_k: kgbox_neural::seppr::DEFAULT_K,
             max_seppr_k: 50_000,
+            parallel: 0,
+            batch: true,
+            batch_max_nodes: 16_384,
         }
     }
 }
 
 impl ExecutorConfig {
+    /// The admission and batching of projections.
+    pub fn batching(&self) -> kgbox_neural::batcher::BatchConfig {
+        let default = kgbox_neural::batcher::BatchConfig::default();
+        kgbox_neural::batcher::BatchConfig {
+            batch: self.batch,
+            max_nodes: self.batch_max_nodes.max(1),
+            parallel: match self.parallel {
+                0 => default.parallel,
+                n => n,
+            },
+        }
+    }
+
     pub fn seppr(&self, k: usize) -> kgbox_neural::seppr::SepprParams {
         kgbox_neural::seppr::SepprParams {
             k,
@@ -293,6 +317,12 @@ impl Config {
             return Err(Error::Config(format!(
                 "executor.seppr_k must be between 1 and executor.max_seppr_k ({}), got {}",
                 e.max_seppr_k, e.seppr_k
+            )));
+        }
+        if e.batch_max_nodes == 0 || e.parallel > 1024 {
+            return Err(Error::Config(format!(
+                "executor.batch_max_nodes must be at least 1 and executor.parallel at most 1024, got {} and {}",
+                e.batch_max_nodes, e.parallel
             )));
         }
         if self.admin.max_bundle_bytes == 0 || self.admin.upload_timeout_ms == 0 {

@@ -4,6 +4,7 @@
 //! `Device::Cuda`/`Auto`, the CUDA execution provider is used when the
 //! loaded library has it.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use ort::environment::Environment;
@@ -12,7 +13,7 @@ use ort::ep::{self, ExecutionProvider};
 use ort::session::{Session, SessionInputValue};
 use ort::value::Tensor;
 
-use super::{Arg, Device, Engine};
+use super::{Arg, Device, Engine, Threads};
 use crate::{NeuralError, Result};
 
 /// The environment variable naming the ONNX Runtime library.
@@ -20,7 +21,7 @@ pub const DYLIB_VAR: &str = "ORT_DYLIB_PATH";
 
 static ENVIRONMENT: OnceLock<std::result::Result<Environment, String>> = OnceLock::new();
 
-fn environment() -> Result<&'static Environment> {
+pub(crate) fn environment() -> Result<&'static Environment> {
     ENVIRONMENT
         .get_or_init(|| {
             let path = std::env::var_os(DYLIB_VAR).ok_or_else(|| {
@@ -44,9 +45,16 @@ fn run_err(e: impl std::fmt::Display) -> NeuralError {
     NeuralError::Run(e.to_string())
 }
 
+/// Most sessions of one single-threaded graph.
+const MAX_SESSIONS: usize = 8;
+
 pub struct OrtEngine {
-    /// `Session::run` needs exclusive access.
-    session: Mutex<Session>,
+    /// `Session::run` needs exclusive access. A graph that must run on one
+    /// intra-op thread gets one session per core, so that concurrent
+    /// requests still use every core; others get one session.
+    sessions: Vec<Mutex<Session>>,
+    /// Where the next run starts looking for a free session.
+    next: AtomicUsize,
     device: &'static str,
     /// Model input names, in position order.
     inputs: Vec<String>,
@@ -66,7 +74,7 @@ pub fn cuda_available() -> bool {
 }
 
 impl OrtEngine {
-    pub fn from_bytes(onnx: &[u8], device: Device) -> Result<OrtEngine> {
+    pub fn from_bytes(onnx: &[u8], device: Device, threads: Threads) -> Result<OrtEngine> {
         let env = environment()?;
         let use_cuda = match device {
             Device::Cpu => false,
@@ -80,28 +88,39 @@ impl OrtEngine {
                 true
             }
         };
-        // One intra-op thread: ONNX Runtime's multi-threaded CPU ScatterND
-        // with reduction="add" races on repeated indices (wrong sums), and
-        // every message-passing layer scatters into repeated destinations.
-        #[allow(unused_mut)]
-        let mut builder = Session::builder(env)
-            .map_err(load_err)?
-            .with_intra_threads(1)
-            .map_err(load_err)?;
-        #[cfg(feature = "cuda")]
-        if use_cuda {
-            builder = builder
-                .with_execution_providers([ep::CUDA::default().build().error_on_failure()])
-                .map_err(load_err)?;
+        // One intra-op thread for graphs that scatter: ONNX Runtime's
+        // multi-threaded CPU ScatterND with reduction="add" races on repeated
+        // indices (wrong sums), and every message-passing layer scatters into
+        // repeated destinations.
+        let count = if threads == Threads::One && !use_cuda {
+            std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_SESSIONS))
+        } else {
+            1
+        };
+        let mut sessions = Vec::with_capacity(count);
+        for _ in 0..count {
+            #[allow(unused_mut)]
+            let mut builder = Session::builder(env).map_err(load_err)?;
+            if threads == Threads::One {
+                builder = builder.with_intra_threads(1).map_err(load_err)?;
+            }
+            #[cfg(feature = "cuda")]
+            if use_cuda {
+                builder = builder
+                    .with_execution_providers([ep::CUDA::default().build().error_on_failure()])
+                    .map_err(load_err)?;
+            }
+            sessions.push(Mutex::new(
+                builder.commit_from_memory(onnx).map_err(load_err)?,
+            ));
         }
-        let session = builder.commit_from_memory(onnx).map_err(load_err)?;
-        let inputs = session
-            .inputs()
-            .iter()
-            .map(|i| i.name().to_string())
-            .collect();
+        let inputs = match sessions.first().map(Mutex::lock) {
+            Some(Ok(s)) => s.inputs().iter().map(|i| i.name().to_string()).collect(),
+            _ => return Err(NeuralError::Load("no ONNX Runtime session".into())),
+        };
         Ok(OrtEngine {
-            session: Mutex::new(session),
+            sessions,
+            next: AtomicUsize::new(0),
             device: if use_cuda { "cuda" } else { "cpu" },
             inputs,
         })
@@ -136,10 +155,16 @@ impl Engine for OrtEngine {
             };
             values.push((name.to_string(), value));
         }
-        let mut session = self
-            .session
-            .lock()
-            .map_err(|_| NeuralError::Run("a previous run panicked".into()))?;
+        // The first free session from a rotating start, else wait for one.
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let n = self.sessions.len();
+        let free = (0..n).find_map(|i| self.sessions[(start + i) % n].try_lock().ok());
+        let mut session = match free {
+            Some(s) => s,
+            None => self.sessions[start % n]
+                .lock()
+                .map_err(|_| NeuralError::Run("a previous run panicked".into()))?,
+        };
         let outputs = session.run(values).map_err(run_err)?;
         if outputs.len() == 0 {
             return Err(NeuralError::Run("the model has no output".into()));

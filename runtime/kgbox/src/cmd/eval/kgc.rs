@@ -107,7 +107,7 @@ pub fn run(cfg: &Config, args: &KgcArgs) -> Result<()> {
         },
     )?;
     let seconds = t0.elapsed().as_secs_f64();
-    let engine = format!("{}/{}", model.engine().name(), model.engine().device());
+    let engine = format!("{}/{}", model.engine_name(), model.device());
     if args.json {
         println!(
             "{}",

@@ -79,7 +79,7 @@ pub fn run(cfg: &Config, args: &EvalArgs) -> Result<()> {
         file: args.file.display().to_string(),
         executor: exec.mode.to_string(),
         engine: match &model {
-            Some(m) => format!("{}/{}", m.engine().name(), m.engine().device()),
+            Some(m) => format!("{}/{}", m.engine_name(), m.device()),
             None => "-".into(),
         },
         seppr_k: exec.seppr_k,
