@@ -169,7 +169,11 @@ fn embed_pack_install_and_link_densely() {
     assert_eq!(body["dense"], true, "{body}");
     let c = dense_candidates(&body["mentions"][0]);
     assert_eq!(c[0]["name"], "The Terminator", "{body}");
-    assert!(server.log().contains("entity encoder"), "{}", server.log());
+    assert!(
+        server.log().contains("sentence encoder"),
+        "{}",
+        server.log()
+    );
     // ... and not when asked not to.
     let (status, body) = server.post_json(
         "/v1/link",

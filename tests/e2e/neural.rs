@@ -34,6 +34,24 @@ fn neural_bundle() -> Fixture {
     }
 }
 
+/// The log without terminal colour sequences (`ESC [ ... m`).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn scores(v: &serde_json::Value) -> Vec<f64> {
     v["answers"]
         .as_array()
@@ -97,7 +115,7 @@ fn executors_over_http() {
 
     // The default engine is the native one, and `device = auto` says why it
     // runs on the CPU (this build has no `cuda` feature).
-    let log = server.log();
+    let log = strip_ansi(&server.log());
     assert!(
         log.contains("engine=native") || log.contains("engine=\"native\""),
         "{log}"

@@ -25,10 +25,15 @@ pub fn has_encoder(bundle: &LoadedBundle) -> bool {
         .is_some()
 }
 
-/// Loads the bundle's encoder and checks its dense index; `Ok(None)` when the
-/// bundle has none (or this build has no `dense` feature).
+/// Loads the bundle's encoder on the configured engine (under `native`: ONNX
+/// Runtime when built and its library loads, else tract) and checks its
+/// dense index; `Ok(None)` when the bundle has none (or this build has no
+/// `dense` feature).
 #[cfg(feature = "dense")]
-pub fn load_encoder(bundle: &LoadedBundle) -> Result<Option<Encoder>, String> {
+pub fn load_encoder(
+    bundle: &LoadedBundle,
+    cfg: &crate::config::ExecutorConfig,
+) -> Result<Option<Encoder>, String> {
     use kgbox_bundle::sections as s;
     let Some(onnx) = bundle.section(s::ENCODER_ONNX) else {
         return Ok(None);
@@ -43,13 +48,17 @@ pub fn load_encoder(bundle: &LoadedBundle) -> Result<Option<Encoder>, String> {
     let kg = bundle.kg().map_err(|e| e.to_string())?;
     index(bundle, &kg)?
         .ok_or_else(|| format!("the bundle has an encoder but no {}", s::DENSE_VECTORS))?;
-    Encoder::from_bytes(onnx, tokenizer)
-        .map(Some)
-        .map_err(|e| e.to_string())
+    let mut encoder =
+        Encoder::load(cfg.engine, cfg.device, onnx, tokenizer).map_err(|e| e.to_string())?;
+    encoder.set_cache(cfg.encoder_cache);
+    Ok(Some(encoder))
 }
 
 #[cfg(not(feature = "dense"))]
-pub fn load_encoder(_bundle: &LoadedBundle) -> Result<Option<Encoder>, String> {
+pub fn load_encoder(
+    _bundle: &LoadedBundle,
+    _cfg: &crate::config::ExecutorConfig,
+) -> Result<Option<Encoder>, String> {
     Ok(None)
 }
 

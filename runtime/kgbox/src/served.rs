@@ -26,7 +26,7 @@ impl Served {
     /// left out (the graph keeps answering); question answering that cannot
     /// be set up is an error.
     pub fn load(bundle: LoadedBundle, cfg: &Config) -> Result<Served, String> {
-        let encoder = load_encoder(&bundle);
+        let encoder = load_encoder(&bundle, &cfg.executor);
         let model = load_model(&bundle, cfg);
         let mut executor = cfg.executor.clone();
         if model.is_none() && executor.mode != kgbox_query::Executor::Symbolic {
@@ -49,16 +49,20 @@ impl Served {
     }
 }
 
-fn load_encoder(bundle: &LoadedBundle) -> Option<Arc<crate::dense::Encoder>> {
+fn load_encoder(
+    bundle: &LoadedBundle,
+    cfg: &crate::config::ExecutorConfig,
+) -> Option<Arc<crate::dense::Encoder>> {
     if !crate::dense::has_encoder(bundle) {
         return None;
     }
     let t = Instant::now();
-    match crate::dense::load_encoder(bundle) {
+    match crate::dense::load_encoder(bundle, cfg) {
         Ok(Some(e)) => {
             tracing::info!(
                 load_ms = t.elapsed().as_secs_f64() * 1e3,
-                "loaded the bundle's entity encoder (dense linking on)"
+                engine = e.engine(),
+                "loaded the bundle's sentence encoder (dense linking on)"
             );
             Some(Arc::new(e))
         }

@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use kgbox_bundle::Kg;
+use rayon::prelude::*;
 
 use crate::model::{ModelQuery, UltraModel};
 use crate::seppr::{self, SepprParams};
@@ -168,28 +169,30 @@ impl Batcher {
     fn run(&self, kg: &Kg<'_>, model: &UltraModel, jobs: &[Arc<Job>]) {
         self.batches.fetch_add(1, Ordering::Relaxed);
         self.projections.fetch_add(jobs.len(), Ordering::Relaxed);
-        let mut graphs = Vec::with_capacity(jobs.len());
-        let mut starts = Vec::with_capacity(jobs.len());
         let sets: Vec<(&[(u32, f32)], SepprParams)> = jobs
             .iter()
             .map(|j| (j.projection.seeds.as_slice(), j.projection.params))
             .collect();
         let node_sets = seppr::top_nodes_many(kg, &sets);
-        for (job, nodes) in jobs.iter().zip(node_sets) {
-            let p = &job.projection;
-            let graph = Subgraph::induced(kg, nodes);
-            let h_prob: Vec<f32> = graph
-                .nodes
-                .iter()
-                .map(|v| {
-                    p.seeds
-                        .binary_search_by_key(v, |s| s.0)
-                        .map_or(0.0, |i| p.seeds[i].1)
-                })
-                .collect();
-            graphs.push(graph);
-            starts.push(h_prob);
-        }
+        // Each job's subgraph and start set, on all cores.
+        let (graphs, starts): (Vec<Subgraph>, Vec<Vec<f32>>) = jobs
+            .par_iter()
+            .zip(node_sets)
+            .map(|(job, nodes)| {
+                let p = &job.projection;
+                let graph = Subgraph::induced(kg, nodes);
+                let h_prob: Vec<f32> = graph
+                    .nodes
+                    .iter()
+                    .map(|v| {
+                        p.seeds
+                            .binary_search_by_key(v, |s| s.0)
+                            .map_or(0.0, |i| p.seeds[i].1)
+                    })
+                    .collect();
+                (graph, h_prob)
+            })
+            .unzip();
         let items: Vec<(&Subgraph, ModelQuery<'_>)> = jobs
             .iter()
             .zip(&graphs)

@@ -186,6 +186,11 @@ impl Encoder {
         })
     }
 
+    /// Keeps the vectors of the last `texts` texts (0: none); empties the cache.
+    pub fn set_cache(&mut self, texts: usize) {
+        self.cache = Mutex::new(VectorCache::new(texts));
+    }
+
     /// Lookups of the vector cache that found a vector, and that did not.
     pub fn cache_counts(&self) -> (u64, u64) {
         self.cache.lock().map(|c| c.counts()).unwrap_or((0, 0))

@@ -192,28 +192,35 @@ pub fn load_with(
     }
 }
 
-/// A generic ONNX graph under [`EngineKind::Native`]: ONNX Runtime when
-/// built with it and its library loads, else tract (CPU). CUDA needs ONNX
-/// Runtime.
-fn load_fastest(device: Device, onnx: &[u8], threads: Threads) -> Result<Box<dyn Engine>> {
+/// ONNX Runtime for a generic graph under [`EngineKind::Native`]: the
+/// engine when built with it and its library loads, `None` to fall back to
+/// tract (CPU), an error when CUDA was asked for and cannot be had.
+fn try_ort(device: Device, onnx: &[u8], threads: Threads) -> Result<Option<Box<dyn Engine>>> {
     #[cfg(feature = "ort")]
     {
         match crate::engine::ort::OrtEngine::from_bytes(onnx, device, threads) {
-            Ok(e) => return Ok(Box::new(e)),
+            Ok(e) => return Ok(Some(Box::new(e))),
             Err(e) if device == Device::Cuda => return Err(e),
             Err(_) => {}
         }
     }
     #[cfg(not(feature = "ort"))]
-    let _ = threads;
+    let _ = (onnx, threads);
     if device == Device::Cuda {
         return Err(NeuralError::Load(
             "device = cuda needs ONNX Runtime with CUDA (build with `--features cuda`)".into(),
         ));
     }
-    Ok(Box::new(crate::engine::tract::TractEngine::from_bytes(
-        onnx,
-    )?))
+    Ok(None)
+}
+
+fn load_fastest(device: Device, onnx: &[u8], threads: Threads) -> Result<Box<dyn Engine>> {
+    match try_ort(device, onnx, threads)? {
+        Some(e) => Ok(e),
+        None => Ok(Box::new(crate::engine::tract::TractEngine::from_bytes(
+            onnx,
+        )?)),
+    }
 }
 
 /// Loads a token model (every input int64 `[batch, sequence]`, such as a
@@ -227,17 +234,10 @@ pub fn load_tokens(
     first_length: usize,
 ) -> Result<Box<dyn Engine>> {
     match kind {
-        EngineKind::Native => {
-            #[cfg(feature = "ort")]
-            {
-                match crate::engine::ort::OrtEngine::from_bytes(onnx, device, Threads::All) {
-                    Ok(e) => return Ok(Box::new(e)),
-                    Err(e) if device == Device::Cuda => return Err(e),
-                    Err(_) => {}
-                }
-            }
-            load_tokens(EngineKind::Tract, device, onnx, first_length)
-        }
+        EngineKind::Native => match try_ort(device, onnx, Threads::All)? {
+            Some(e) => Ok(e),
+            None => load_tokens(EngineKind::Tract, Device::Cpu, onnx, first_length),
+        },
         EngineKind::Tract => {
             if device == Device::Cuda {
                 return Err(NeuralError::Load(

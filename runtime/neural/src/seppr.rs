@@ -202,7 +202,7 @@ pub fn top_nodes_many(kg: &Kg<'_>, sets: &[(&[(u32, f32)], SepprParams)]) -> Vec
             x[v * b + j] += (1.0 - alpha) * m;
         }
     }
-    sets.iter()
+    sets.par_iter()
         .enumerate()
         .map(|(j, (seeds, p))| {
             let total: f32 = seeds.iter().map(|s| s.1.max(0.0)).sum();

@@ -31,7 +31,7 @@ pub(crate) fn session(
         cfg.planner.kind = p;
     }
     let model = super::load_model(&bundle, &cfg.executor, false)?;
-    let encoder = kgbox::dense::load_encoder(&bundle)
+    let encoder = kgbox::dense::load_encoder(&bundle, &cfg.executor)
         .map_err(|e| anyhow::anyhow!("cannot load the bundle's encoder: {e}"))?
         .map(Arc::new);
     let qa = Qa::load(&bundle, encoder.clone(), &cfg)

@@ -23,7 +23,7 @@ pub fn run(cfg: &Config, args: &LinkArgs) -> Result<()> {
         top_m,
         ..Default::default()
     };
-    let encoder = kgbox::dense::load_encoder(&bundle)
+    let encoder = kgbox::dense::load_encoder(&bundle, &cfg.executor)
         .map_err(|e| anyhow::anyhow!("cannot load the bundle's entity encoder: {e}"))?;
     let mentions = kgbox::dense::link_text(&bundle, &kg, encoder.as_ref(), text, &opts)
         .map_err(|e| anyhow::anyhow!(e))?;

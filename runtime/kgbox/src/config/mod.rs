@@ -68,6 +68,8 @@ pub struct ExecutorConfig {
     pub batch: bool,
     /// A batch takes queued projections up to this many subgraph nodes.
     pub batch_max_nodes: usize,
+    /// Sentence-encoder vectors of recent texts kept (0: none).
+    pub encoder_cache: usize,
 }
 
 impl Default for ExecutorConfig {
@@ -81,6 +83,7 @@ impl Default for ExecutorConfig {
             parallel: 0,
             batch: true,
             batch_max_nodes: 16_384,
+            encoder_cache: kgbox_neural::encoder::CACHE_TEXTS,
         }
     }
 }
@@ -317,6 +320,12 @@ impl Config {
             return Err(Error::Config(format!(
                 "executor.seppr_k must be between 1 and executor.max_seppr_k ({}), got {}",
                 e.max_seppr_k, e.seppr_k
+            )));
+        }
+        if e.encoder_cache > 1_000_000 {
+            return Err(Error::Config(format!(
+                "executor.encoder_cache must be at most 1000000 texts, got {}",
+                e.encoder_cache
             )));
         }
         if e.batch_max_nodes == 0 || e.parallel > 1024 {

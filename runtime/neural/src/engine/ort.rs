@@ -53,7 +53,7 @@ pub struct OrtEngine {
     /// intra-op thread gets one session per core, so that concurrent
     /// requests still use every core; others get one session.
     sessions: Vec<Mutex<Session>>,
-    /// Where the next run starts looking for a free session.
+    /// Which session a caller that finds none free waits for.
     next: AtomicUsize,
     device: &'static str,
     /// Model input names, in position order.
@@ -155,15 +155,17 @@ impl Engine for OrtEngine {
             };
             values.push((name.to_string(), value));
         }
-        // The first free session from a rotating start, else wait for one.
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let n = self.sessions.len();
-        let free = (0..n).find_map(|i| self.sessions[(start + i) % n].try_lock().ok());
+        // The first free session (a lone caller keeps using the first, whose
+        // buffers are warm), else wait for one, taking turns.
+        let free = self.sessions.iter().find_map(|s| s.try_lock().ok());
         let mut session = match free {
             Some(s) => s,
-            None => self.sessions[start % n]
-                .lock()
-                .map_err(|_| NeuralError::Run("a previous run panicked".into()))?,
+            None => {
+                let turn = self.next.fetch_add(1, Ordering::Relaxed) % self.sessions.len();
+                self.sessions[turn]
+                    .lock()
+                    .map_err(|_| NeuralError::Run("a previous run panicked".into()))?
+            }
         };
         let outputs = session.run(values).map_err(run_err)?;
         if outputs.len() == 0 {

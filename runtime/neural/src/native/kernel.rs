@@ -65,63 +65,50 @@ fn mul_add(acc: &mut [f32], a: &[f32], b: &[f32]) {
     }
 }
 
-/// The DistMult messages into rows `first..` of `agg` (which holds their
-/// boundary condition): for each row `v`, `Σ x[src] ⊙ rel[type]` over its
-/// incoming edges `edges[offsets[v]..offsets[v + 1]]` (source row, relation
-/// row), rows `d` wide.
+/// The DistMult messages of a batch: incoming edges of each row `v` in
+/// `edges[offsets[v]..offsets[v + 1]]` as (source row, relation row), node
+/// states `x` and relation vectors `rel`, rows `d` wide.
+#[derive(Clone, Copy)]
+pub struct Messages<'a> {
+    pub offsets: &'a [u32],
+    pub edges: &'a [(u32, u32)],
+    pub x: &'a [f32],
+    pub rel: &'a [f32],
+    pub d: usize,
+}
+
+/// Adds into rows `first..` of `agg` (which holds their boundary condition)
+/// `Σ x[src] ⊙ rel[type]` over each row's incoming edges.
 #[inline(always)]
-fn aggregate_impl(
-    agg: &mut [f32],
-    first: usize,
-    offsets: &[u32],
-    edges: &[(u32, u32)],
-    x: &[f32],
-    rel: &[f32],
-    d: usize,
-) {
+fn aggregate_impl(agg: &mut [f32], first: usize, m: Messages<'_>) {
+    let d = m.d;
     for (i, acc) in agg.chunks_exact_mut(d).enumerate() {
         let v = first + i;
-        let span = offsets[v] as usize..offsets[v + 1] as usize;
-        for &(s, u) in &edges[span] {
+        let span = m.offsets[v] as usize..m.offsets[v + 1] as usize;
+        for &(s, u) in &m.edges[span] {
             let (s, u) = (s as usize, u as usize);
-            mul_add(acc, &x[s * d..(s + 1) * d], &rel[u * d..(u + 1) * d]);
+            mul_add(acc, &m.x[s * d..(s + 1) * d], &m.rel[u * d..(u + 1) * d]);
         }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn aggregate_avx2(
-    agg: &mut [f32],
-    first: usize,
-    offsets: &[u32],
-    edges: &[(u32, u32)],
-    x: &[f32],
-    rel: &[f32],
-    d: usize,
-) {
-    aggregate_impl(agg, first, offsets, edges, x, rel, d);
+unsafe fn aggregate_avx2(agg: &mut [f32], first: usize, m: Messages<'_>) {
+    aggregate_impl(agg, first, m);
 }
 
 /// [`aggregate_impl`], in 256-bit vectors when the CPU has AVX2 (a build
 /// for baseline x86-64 gets 128-bit ones otherwise).
-pub fn aggregate(
-    agg: &mut [f32],
-    first: usize,
-    offsets: &[u32],
-    edges: &[(u32, u32)],
-    x: &[f32],
-    rel: &[f32],
-    d: usize,
-) {
+pub fn aggregate(agg: &mut [f32], first: usize, m: Messages<'_>) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2 (checked just above), the only
         // requirement `aggregate_avx2` adds to `aggregate_impl`.
-        unsafe { aggregate_avx2(agg, first, offsets, edges, x, rel, d) };
+        unsafe { aggregate_avx2(agg, first, m) };
         return;
     }
-    aggregate_impl(agg, first, offsets, edges, x, rel, d);
+    aggregate_impl(agg, first, m);
 }
 
 /// LayerNorm (biased variance, `eps` inside the square root) then ReLU,

@@ -20,7 +20,7 @@ pub mod weights;
 use rayon::prelude::*;
 
 use crate::{NeuralError, Result};
-use kernel::{add_bias, aggregate, matmul, norm_relu_shortcut, relu};
+use kernel::{add_bias, aggregate, matmul, norm_relu_shortcut, relu, Messages};
 pub use weights::Weights;
 
 /// PyTorch's LayerNorm epsilon, as in the export.
@@ -194,15 +194,14 @@ impl NativeUltra {
                 let first = block * BLOCK_ROWS;
                 let n = out.len() / d;
                 let mut agg = b_ref[first * d..(first + n) * d].to_vec();
-                aggregate(
-                    &mut agg,
-                    first,
-                    &graph.offsets,
-                    &graph.edges,
-                    x_ref,
-                    rel_ref,
+                let messages = Messages {
+                    offsets: &graph.offsets,
+                    edges: &graph.edges,
+                    x: x_ref,
+                    rel: rel_ref,
                     d,
-                );
+                };
+                aggregate(&mut agg, first, messages);
                 let x_rows = &x_ref[first * d..(first + n) * d];
                 matmul(x_rows, d, &layer.lin_w[..d * d], d, out, false);
                 matmul(&agg, d, &layer.lin_w[d * d..], d, out, true);
