@@ -88,8 +88,12 @@ impl NativeUltra {
         let d = self.w.dim;
         let nr = self.relations;
         let rows: usize = parts.iter().map(|p| p.nodes).sum();
-        if rows >= u32::MAX as usize {
-            return Err(run_err(format!("{rows} nodes in one batch")));
+        let edge_count: usize = parts.iter().map(|p| p.src.len()).sum();
+        if rows >= u32::MAX as usize || edge_count >= u32::MAX as usize {
+            return Err(run_err(format!(
+                "{rows} nodes and {edge_count} edges in one batch (at most {} each)",
+                u32::MAX - 1
+            )));
         }
         let mut counts = vec![0u32; rows + 1];
         let mut part_of = Vec::with_capacity(rows);
