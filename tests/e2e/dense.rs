@@ -186,3 +186,79 @@ fn embed_pack_install_and_link_densely() {
         "{body}"
     );
 }
+
+/// The demo KB with a learned planner trained on these phrasings.
+const PHRASINGS: [(&str, &[&str]); 2] = [
+    (
+        "directed_by",
+        &[
+            "who directed [M]",
+            "who is the director of [M]",
+            "[M] was directed by who",
+        ],
+    ),
+    (
+        "release_year",
+        &[
+            "when was [M] released",
+            "what year did [M] come out",
+            "[M] came out in which year",
+        ],
+    ),
+];
+
+#[test]
+fn a_planner_packed_with_the_encoder_pools_its_head_windows() {
+    let model = model_path();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let keys = Keys::new(dir, "pooled", 23);
+    let tokenizer = repo_root().join("models/minilm/tokenizer.json");
+    let (bundle, probes) = learned_demo_bundle_with(
+        dir,
+        &keys,
+        "pooled",
+        &PHRASINGS,
+        3,
+        &[
+            "--embed",
+            "--embed-model",
+            model.to_str().unwrap(),
+            "--embed-tokenizer",
+            tokenizer.to_str().unwrap(),
+        ],
+    );
+
+    // The planner's heads read vectors pooled from the question's pass.
+    let bytes = std::fs::read(&bundle).unwrap();
+    let trusted = kgbox_bundle::TrustedKeys::new(vec![keys.key.public()]);
+    let image = kgbox_bundle::OwnedImage::from_bundle_bytes(
+        &bytes,
+        &trusted,
+        &kgbox_bundle::Limits::default(),
+    )
+    .unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_slice(image.section("planner.meta").expect("planner.meta")).unwrap();
+    assert_eq!(meta["window_vectors"], "pooled");
+    assert!(
+        meta["features"]["embed_dim"].as_u64().unwrap() > 0,
+        "{meta}"
+    );
+    assert_eq!(meta["heads"].as_array().map(Vec::len), Some(2), "{meta}");
+
+    // Questions about movies the planner never saw are planned and answered.
+    let device = Device::new(&[&keys.public], "");
+    device.install_ok(&bundle);
+    let server = device.serve();
+    for p in &probes {
+        let (status, v) = server.post_json(
+            "/v1/ask",
+            &serde_json::json!({"question": p.question, "top_k": 3}),
+        );
+        assert_eq!(status, 200, "{}: {v}", p.question);
+        assert_eq!(v["planner"], "learned", "{v}");
+        assert_eq!(v["query"], p.query.as_str(), "{}: {v}", p.question);
+        assert_eq!(answer_names(&v)[0], p.answer, "{v}");
+    }
+}

@@ -56,6 +56,18 @@ pub fn learned_demo_bundle(
     phrasings: &[(&str, &[&str])],
     probes: usize,
 ) -> (PathBuf, Vec<Probe>) {
+    learned_demo_bundle_with(dir, keys, name, phrasings, probes, &[])
+}
+
+/// [`learned_demo_bundle`] with more `kgbox-pack build` arguments.
+pub fn learned_demo_bundle_with(
+    dir: &Path,
+    keys: &Keys,
+    name: &str,
+    phrasings: &[(&str, &[&str])],
+    probes: usize,
+    extra: &[&str],
+) -> (PathBuf, Vec<Probe>) {
     let mut examples = String::from("# question<TAB>DSL<TAB>answers\n");
     let mut held = Vec::new();
     for (relation, phrasings) in phrasings {
@@ -81,7 +93,9 @@ pub fn learned_demo_bundle(
     std::fs::write(&ex, examples).unwrap();
     let bundle = dir.join(format!("{name}.kgb"));
     let ex = ex.to_str().expect("a UTF-8 path");
-    pack_demo(name, keys, &bundle, &["--planner-examples", ex]);
+    let mut args = vec!["--planner-examples", ex];
+    args.extend_from_slice(extra);
+    pack_demo(name, keys, &bundle, &args);
     (bundle, held)
 }
 

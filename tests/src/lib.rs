@@ -7,7 +7,10 @@ pub mod demo;
 pub mod mosquitto;
 pub mod openai_server;
 
-pub use demo::{demo_facts, demo_tsv, learned_demo_bundle, pack_demo, LlmConfig, Probe};
+pub use demo::{
+    demo_facts, demo_tsv, learned_demo_bundle, learned_demo_bundle_with, pack_demo, LlmConfig,
+    Probe,
+};
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;

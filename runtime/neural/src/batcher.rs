@@ -134,7 +134,10 @@ impl Batcher {
                 let batch = self.take(&mut q);
                 q.running += 1;
                 drop(q);
-                self.run(kg, model, &batch);
+                // On a pool thread: the many parallel loops of a projection
+                // then fork from inside the pool rather than each handing
+                // work over from this thread and sleeping until it is done.
+                rayon::scope(|_| self.run(kg, model, &batch));
                 q = self.queue.lock().map_err(|_| poisoned())?;
                 q.running -= 1;
                 self.changed.notify_all();

@@ -18,6 +18,7 @@
 //! a lookup.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Mutex;
 
 use kgbox_query::dense::{EncodeError, TextEncoder};
@@ -249,14 +250,88 @@ impl Encoder {
     }
 
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncoderError> {
-        if texts.is_empty() {
-            return Ok(Vec::new());
+        let states = self.states(texts)?;
+        Ok((0..states.encodings.len())
+            .map(|b| states.pool(b, |_| true))
+            .collect())
+    }
+
+    /// Unit-length vectors of each text and of spans of it: for `(text,
+    /// spans)`, first the vector of the whole text (as [`Encoder::embed`]
+    /// gives it), then one per span (byte ranges of `text`), the mean of the
+    /// text's token states over the tokens inside the span. One pass of the
+    /// model reads the text once, in context, for all of them. A span
+    /// without a token gets the whole text's vector.
+    pub fn embed_spans(
+        &self,
+        items: &[(&str, Vec<Range<usize>>)],
+    ) -> Result<Vec<Vec<Vec<f32>>>, EncoderError> {
+        if let [(text, spans)] = items {
+            let key = span_key(text, spans);
+            let cached = self.cache.lock().ok().and_then(|mut c| c.get(&key));
+            if let Some(flat) = cached {
+                let dim = flat.len() / (spans.len() + 1);
+                if dim > 0 {
+                    return Ok(vec![flat.chunks(dim).map(<[f32]>::to_vec).collect()]);
+                }
+            }
+            let out = self.embed_spans_all(items)?;
+            if let (Some(first), Ok(mut c)) = (out.first(), self.cache.lock()) {
+                c.put(&key, &first.concat());
+            }
+            return Ok(out);
         }
+        self.embed_spans_all(items)
+    }
+
+    fn embed_spans_all(
+        &self,
+        items: &[(&str, Vec<Range<usize>>)],
+    ) -> Result<Vec<Vec<Vec<f32>>>, EncoderError> {
+        let mut out = Vec::with_capacity(items.len());
+        for chunk in items.chunks(BATCH) {
+            let texts: Vec<&str> = chunk.iter().map(|(t, _)| *t).collect();
+            let states = self.states(&texts)?;
+            for (b, (_, spans)) in chunk.iter().enumerate() {
+                let whole = states.pool(b, |_| true);
+                let offsets = states.encodings[b].get_offsets();
+                let mut vectors = Vec::with_capacity(spans.len() + 1);
+                vectors.push(whole.clone());
+                for span in spans {
+                    let inside = |t: usize| {
+                        offsets
+                            .get(t)
+                            .is_some_and(|&(a, z)| a < z && a >= span.start && z <= span.end)
+                    };
+                    let any = (0..offsets.len()).any(inside);
+                    vectors.push(if any {
+                        states.pool(b, inside)
+                    } else {
+                        whole.clone()
+                    });
+                }
+                out.push(vectors);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Tokenizes `texts` and runs the model on them as one batch.
+    fn states(&self, texts: &[&str]) -> Result<States, EncoderError> {
         let encodings = self
             .tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(tok_err)?;
         let batch = encodings.len();
+        if batch == 0 {
+            return Ok(States {
+                encodings,
+                mask: Vec::new(),
+                hidden: Vec::new(),
+                seq: 0,
+                dim: 0,
+            });
+        }
         let longest = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
         if longest > MAX_TOKENS {
             return Err(EncoderError::Tokenizer(format!(
@@ -297,27 +372,66 @@ impl Encoder {
             )));
         }
         let dim = out_shape[2];
-        let mut result = Vec::with_capacity(batch);
-        for b in 0..batch {
-            let mut v = vec![0f32; dim];
-            let mut count = 0f32;
-            for t in 0..seq {
-                if mask[b * seq + t] == 0 {
-                    continue;
-                }
-                count += 1.0;
-                let row = &hidden[(b * seq + t) * dim..][..dim];
-                for (x, h) in v.iter_mut().zip(row) {
-                    *x += h;
-                }
-            }
-            let count = count.max(1.0);
-            v.iter_mut().for_each(|x| *x /= count);
-            normalize(&mut v);
-            result.push(v);
+        if hidden.len() != batch * seq * dim {
+            return Err(EncoderError::Model(format!(
+                "the output holds {} values, not {batch} x {seq} x {dim}",
+                hidden.len()
+            )));
         }
-        Ok(result)
+        Ok(States {
+            encodings,
+            mask,
+            hidden,
+            seq,
+            dim,
+        })
     }
+}
+
+/// The model's last hidden states for a batch of texts.
+struct States {
+    encodings: Vec<tokenizers::Encoding>,
+    /// `[batch][seq]` attention mask.
+    mask: Vec<i64>,
+    /// `[batch][seq][dim]`.
+    hidden: Vec<f32>,
+    seq: usize,
+    dim: usize,
+}
+
+impl States {
+    /// The unit-length mean of text `b`'s unmasked token states at the
+    /// positions `keep` accepts.
+    fn pool(&self, b: usize, keep: impl Fn(usize) -> bool) -> Vec<f32> {
+        let (seq, dim) = (self.seq, self.dim);
+        let mut v = vec![0f32; dim];
+        let mut count = 0f32;
+        for t in 0..seq {
+            if self.mask[b * seq + t] == 0 || !keep(t) {
+                continue;
+            }
+            count += 1.0;
+            let row = &self.hidden[(b * seq + t) * dim..][..dim];
+            for (x, h) in v.iter_mut().zip(row) {
+                *x += h;
+            }
+        }
+        let count = count.max(1.0);
+        v.iter_mut().for_each(|x| *x /= count);
+        normalize(&mut v);
+        v
+    }
+}
+
+/// The cache key of a text with spans (not a text anyone embeds alone).
+fn span_key(text: &str, spans: &[Range<usize>]) -> String {
+    let mut key = String::from("\u{0}spans");
+    for s in spans {
+        key.push_str(&format!(" {}..{}", s.start, s.end));
+    }
+    key.push('\u{0}');
+    key.push_str(text);
+    key
 }
 
 impl TextEncoder for Encoder {

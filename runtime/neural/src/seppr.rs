@@ -73,11 +73,15 @@ pub fn top_nodes(kg: &Kg<'_>, seeds: &[(u32, f32)], params: &SepprParams) -> Vec
     }
     let mut x = x0.clone();
     let mut next = vec![0f32; n];
-    let mut dense = false;
+    // The dense state, once the diffusion turns dense: `1 / degree` of
+    // every node and the shares `x / degree` the next step pulls.
+    let mut dense: Option<Dense> = None;
     for _ in 0..params.iterations {
-        if dense || touched.len() * DENSE_FRACTION > n {
-            dense = true;
-            pull_step(kg, &mut x, &x0, &mut next, params.alpha);
+        if dense.is_none() && touched.len() * DENSE_FRACTION > n {
+            dense = Some(Dense::new(kg, &x, std::mem::take(&mut next)));
+        }
+        if let Some(d) = dense.as_mut() {
+            d.step(kg, &mut x, &x0, params.alpha);
             continue;
         }
         let frontier = touched.len();
@@ -109,7 +113,7 @@ pub fn top_nodes(kg: &Kg<'_>, seeds: &[(u32, f32)], params: &SepprParams) -> Vec
             next[ui] = 0.0;
         }
     }
-    let ranked: Vec<(u32, f32)> = if dense {
+    let ranked: Vec<(u32, f32)> = if dense.is_some() {
         (0..n as u32)
             .map(|u| (u, x[u as usize]))
             .filter(|p| p.1 > 0.0)
@@ -218,35 +222,69 @@ pub fn top_nodes_many(kg: &Kg<'_>, sets: &[(&[(u32, f32)], SepprParams)]) -> Vec
         .collect()
 }
 
-/// One dense diffusion step: `share[u] = x[u] / degree(u)`, then every node
-/// sums the shares of its neighbours (both directions, with multiplicity):
-/// `x[v] = α·Σ share + (1 - α)·x0[v]`. `share` is scratch of `x`'s length.
-fn pull_step(kg: &Kg<'_>, x: &mut [f32], x0: &[f32], share: &mut [f32], alpha: f32) {
-    share
-        .par_chunks_mut(DENSE_BLOCK)
-        .zip(x.par_chunks(DENSE_BLOCK))
-        .enumerate()
-        .for_each(|(b, (out, mass))| {
-            for (i, (s, &m)) in out.iter_mut().zip(mass).enumerate() {
-                let u = (b * DENSE_BLOCK + i) as u32;
-                let degree = kg.out.degree(u) + kg.inc.degree(u);
-                *s = if degree == 0 { 0.0 } else { m / degree as f32 };
-            }
-        });
-    let share: &[f32] = share;
-    x.par_chunks_mut(DENSE_BLOCK)
-        .zip(x0.par_chunks(DENSE_BLOCK))
-        .enumerate()
-        .for_each(|(b, (out, start))| {
-            for (i, (xv, &s0)) in out.iter_mut().zip(start).enumerate() {
-                let v = (b * DENSE_BLOCK + i) as u32;
-                let (_, outs) = kg.out.edges(v);
-                let (_, ins) = kg.inc.edges(v);
-                let gather = |ends: &[u32]| ends.iter().map(|&u| share[u as usize]).sum::<f32>();
-                let sum = gather(outs) + gather(ins);
-                *xv = alpha * sum + (1.0 - alpha) * s0;
-            }
-        });
+/// `1 / degree` of `u` (edges in both directions), 0 without edges.
+fn inverse_degree(kg: &Kg<'_>, u: u32) -> f32 {
+    match kg.out.degree(u) + kg.inc.degree(u) {
+        0 => 0.0,
+        d => 1.0 / d as f32,
+    }
+}
+
+/// The dense diffusion's own state: each step is one parallel pass over the
+/// nodes that pulls the neighbours' shares and writes the node's next mass
+/// and next share together.
+struct Dense {
+    /// `1 / degree` per node.
+    inverse: Vec<f32>,
+    /// `x[u] / degree(u)`, read by this step.
+    share: Vec<f32>,
+    /// The shares this step writes.
+    next: Vec<f32>,
+}
+
+impl Dense {
+    /// From the mass `x`; `scratch` (any content) becomes a buffer.
+    fn new(kg: &Kg<'_>, x: &[f32], mut scratch: Vec<f32>) -> Dense {
+        let n = x.len();
+        let inverse: Vec<f32> = (0..n as u32).map(|u| inverse_degree(kg, u)).collect();
+        let share = x.iter().zip(&inverse).map(|(m, d)| m * d).collect();
+        scratch.resize(n, 0.0);
+        Dense {
+            inverse,
+            share,
+            next: scratch,
+        }
+    }
+
+    /// `x[v] = α·Σ share[u] + (1 - α)·x0[v]` over `v`'s neighbours `u`
+    /// (both directions, with multiplicity), and `v`'s next share.
+    fn step(&mut self, kg: &Kg<'_>, x: &mut [f32], x0: &[f32], alpha: f32) {
+        let share: &[f32] = &self.share;
+        x.par_chunks_mut(DENSE_BLOCK)
+            .zip(self.next.par_chunks_mut(DENSE_BLOCK))
+            .zip(x0.par_chunks(DENSE_BLOCK))
+            .zip(self.inverse.par_chunks(DENSE_BLOCK))
+            .enumerate()
+            .for_each(|(b, (((out, shares), start), inv))| {
+                let first = b * DENSE_BLOCK;
+                for (i, (((xv, sv), &s0), &d)) in
+                    out.iter_mut().zip(shares).zip(start).zip(inv).enumerate()
+                {
+                    let v = (first + i) as u32;
+                    let (_, outs) = kg.out.edges(v);
+                    let (_, ins) = kg.inc.edges(v);
+                    let gather = |ends: &[u32]| {
+                        ends.iter()
+                            .map(|&u| share.get(u as usize).copied().unwrap_or(0.0))
+                            .sum::<f32>()
+                    };
+                    let m = alpha * (gather(outs) + gather(ins)) + (1.0 - alpha) * s0;
+                    *xv = m;
+                    *sv = m * d;
+                }
+            });
+        std::mem::swap(&mut self.share, &mut self.next);
+    }
 }
 
 /// The dense step of [`top_nodes_many`] for the rows of nodes `first..`:

@@ -145,3 +145,51 @@ fn ort_is_missing_without_the_feature() {
     let err = Encoder::load(EngineKind::Ort, Device::Cpu, &model(), &tokenizer()).unwrap_err();
     assert!(err.to_string().contains("--features ort"), "{err}");
 }
+
+/// Dot product of two unit vectors.
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[test]
+fn spans_pool_one_pass_of_the_text() {
+    let encoder = Encoder::from_bytes(&model(), &tokenizer()).expect("encoder");
+    let text = "what kinds of movies does ENTITY act in";
+    let answer = 0..20; // "what kinds of movies"
+    let topic = 21..text.len(); // "does ENTITY act in"
+    let nowhere = text.len()..text.len();
+    let items = [
+        (text, vec![answer.clone(), topic.clone(), nowhere]),
+        (TEXTS[0], std::iter::once(0..5).collect()),
+    ];
+    let got = encoder.embed_spans(&items).expect("span vectors");
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].len(), 4);
+    assert_eq!(got[1].len(), 2);
+    // The first vector is the text's own embedding.
+    let alone = encoder.embed(&[text, TEXTS[0]]).expect("embeddings");
+    assert!(max_abs_diff(&[got[0][0].clone()], &[alone[0].clone()]) < 1e-5);
+    assert!(max_abs_diff(&[got[1][0].clone()], &[alone[1].clone()]) < 1e-5);
+    for v in got.iter().flatten() {
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "norm {norm}");
+    }
+    // Span vectors read their own words (in context): each is closer to
+    // its words encoded alone than the other span is.
+    let words = encoder
+        .embed(&[&text[answer], &text[topic]])
+        .expect("embeddings");
+    let (a, t) = (&got[0][1], &got[0][2]);
+    assert!(cosine(a, &words[0]) > cosine(t, &words[0]));
+    assert!(cosine(t, &words[1]) > cosine(a, &words[1]));
+    assert!(cosine(a, t) < 0.99);
+    // A span without a token gets the whole text's vector.
+    assert!(max_abs_diff(&[got[0][3].clone()], &[got[0][0].clone()]) < 1e-6);
+    // One text alone goes through the cache: the same vectors again.
+    let (hits, _) = encoder.cache_counts();
+    let once = encoder.embed_spans(&items[..1]).expect("span vectors");
+    let twice = encoder.embed_spans(&items[..1]).expect("span vectors");
+    assert_eq!(once, twice);
+    assert_eq!(encoder.cache_counts().0, hits + 1);
+    assert!(max_abs_diff(&once[0], &got[0]) < 1e-5);
+}

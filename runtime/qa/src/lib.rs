@@ -37,6 +37,16 @@ pub trait Embedder: Send + Sync {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String>;
     /// Components per embedding.
     fn dim(&self) -> usize;
+    /// For each `(text, spans)`: the whole text's vector, then one per span
+    /// (byte ranges of the text) pooled from the same pass over the text
+    /// (see `kgbox_neural::Encoder::embed_spans`).
+    fn embed_spans(
+        &self,
+        items: &[(&str, Vec<std::ops::Range<usize>>)],
+    ) -> Result<Vec<Vec<Vec<f32>>>, String> {
+        let _ = items;
+        Err("this encoder cannot pool spans of a text".into())
+    }
 }
 
 /// The bundle's sentence encoder as an [`Embedder`].
@@ -67,5 +77,11 @@ impl Embedder for EncoderEmbedder {
     }
     fn dim(&self) -> usize {
         self.dim
+    }
+    fn embed_spans(
+        &self,
+        items: &[(&str, Vec<std::ops::Range<usize>>)],
+    ) -> Result<Vec<Vec<Vec<f32>>>, String> {
+        self.encoder.embed_spans(items).map_err(|e| e.to_string())
     }
 }

@@ -103,6 +103,15 @@ impl OrtEngine {
             let mut builder = Session::builder(env).map_err(load_err)?;
             if threads == Threads::One {
                 builder = builder.with_intra_threads(1).map_err(load_err)?;
+            } else {
+                // Intra-op threads spin while a run lasts (much faster than
+                // without) and stop when it returns: spinning on, they held
+                // the cores that the graph walk and the entity model need
+                // right after the encoder (3-hop execution 10.6 ms instead
+                // of 7.3 on 2 cores).
+                builder = builder
+                    .with_config_entry("session.force_spinning_stop", "1")
+                    .map_err(load_err)?;
             }
             #[cfg(feature = "cuda")]
             if use_cuda {

@@ -190,6 +190,13 @@ pub fn embed_all(
     }
     let embedder =
         embedder.ok_or_else(|| "the planner needs the bundle's sentence encoder".to_string())?;
+    check_dim(embedder, spec)?;
+    Ok(embedder.embed(masked)?.into_iter().map(Some).collect())
+}
+
+/// An error unless `embedder` gives the vectors `spec` was trained on.
+#[cfg(feature = "train")]
+pub fn check_dim(embedder: &dyn Embedder, spec: &FeatureSpec) -> Result<(), String> {
     if embedder.dim() != spec.embed_dim {
         return Err(format!(
             "the planner was trained on {}-dimensional embeddings, the encoder gives {}",
@@ -197,7 +204,7 @@ pub fn embed_all(
             embedder.dim()
         ));
     }
-    Ok(embedder.embed(masked)?.into_iter().map(Some).collect())
+    Ok(())
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 
 use std::collections::HashMap;
 
-use super::features::{embed_all, FeatureSpec, Features};
+use super::features::{check_dim, embed_all, FeatureSpec, Features};
+use super::heads::{pooled_spans, HeadKind};
 use super::learned::softmax;
 use crate::Embedder;
 
@@ -130,14 +131,50 @@ pub(super) fn embed_distinct(
     stage: &str,
     progress: &mut dyn FnMut(&str, usize, usize),
 ) -> Result<HashMap<String, Vec<f32>>, String> {
+    each_distinct(texts, stage, progress, |chunk| {
+        embed_all(embedder, chunk, spec)
+    })
+}
+
+/// [`embed_distinct`] for [`super::heads::WindowVectors::Pooled`]: each
+/// distinct masked question's vector, then its head windows' (in
+/// [`HeadKind::ALL`] order), from one pass of the encoder per text.
+pub(super) fn embed_pooled(
+    texts: &[&str],
+    embedder: &dyn Embedder,
+    spec: &FeatureSpec,
+    stage: &str,
+    progress: &mut dyn FnMut(&str, usize, usize),
+) -> Result<HashMap<String, Vec<Vec<f32>>>, String> {
+    check_dim(embedder, spec)?;
+    each_distinct(texts, stage, progress, |chunk| {
+        let items: Vec<(&str, Vec<std::ops::Range<usize>>)> =
+            chunk.iter().map(|t| (*t, pooled_spans(t))).collect();
+        let vectors = embedder.embed_spans(&items)?;
+        if vectors.len() != chunk.len()
+            || vectors.iter().any(|v| v.len() != HeadKind::ALL.len() + 1)
+        {
+            return Err("the encoder returned the wrong number of span vectors".into());
+        }
+        Ok(vectors.into_iter().map(Some).collect())
+    })
+}
+
+/// `embed` of each distinct text of `texts`, in chunks, with progress;
+/// texts it gives `None` are left out.
+fn each_distinct<T>(
+    texts: &[&str],
+    stage: &str,
+    progress: &mut dyn FnMut(&str, usize, usize),
+    mut embed: impl FnMut(&[&str]) -> Result<Vec<Option<T>>, String>,
+) -> Result<HashMap<String, T>, String> {
     let mut distinct: Vec<&str> = texts.to_vec();
     distinct.sort_unstable();
     distinct.dedup();
     let mut embedded = HashMap::with_capacity(distinct.len());
     const CHUNK: usize = 256;
     for (ci, chunk) in distinct.chunks(CHUNK).enumerate() {
-        let embs = embed_all(embedder, chunk, spec)?;
-        for (text, e) in chunk.iter().zip(embs) {
+        for (text, e) in chunk.iter().zip(embed(chunk)?) {
             if let Some(e) = e {
                 embedded.insert(text.to_string(), e);
             }

@@ -15,6 +15,8 @@
 //! [`super::LearnedPlanner::predict_with`] multiplies the three, each head
 //! raised to its weight.
 
+use std::ops::Range;
+
 use serde::{Deserialize, Serialize};
 
 use super::template::Template;
@@ -68,33 +70,93 @@ impl HeadKind {
     /// The window of a masked question (as [`crate::question::mask`] writes
     /// it) this head reads; [`MASK`] alone when the window is empty.
     pub fn window(self, masked: &str) -> String {
-        let words: Vec<&str> = masked
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
+        let picked: Vec<&str> = self
+            .words(masked)
+            .into_iter()
+            .filter_map(|r| masked.get(r))
             .collect();
-        let n = words.len();
-        let at = words.iter().position(|w| *w == MASK);
-        let near = |i: usize| at.is_some_and(|m| i + TOPIC_BEFORE >= m && i <= m + TOPIC_AFTER);
-        let picked: Vec<&str> = match self {
-            HeadKind::Topic => (0..n).filter(|&i| near(i)).map(|i| words[i]).collect(),
-            HeadKind::Answer => {
-                let start = words
-                    .iter()
-                    .position(|w| QUESTION_WORDS.contains(w))
-                    .unwrap_or(0);
-                words
-                    .iter()
-                    .skip(start)
-                    .take(ANSWER_WORDS)
-                    .copied()
-                    .collect()
-            }
-        };
         if picked.is_empty() {
             MASK.to_string()
         } else {
             picked.join(" ")
         }
+    }
+
+    /// The bytes of `masked` from the window's first word to its last
+    /// (punctuation between them included); `None` when the window is empty.
+    pub fn span(self, masked: &str) -> Option<Range<usize>> {
+        let words = self.words(masked);
+        Some(words.first()?.start..words.last()?.end)
+    }
+
+    /// The window's words, as byte ranges of `masked`, in order.
+    fn words(self, masked: &str) -> Vec<Range<usize>> {
+        let words = word_ranges(masked);
+        let n = words.len();
+        let at = words.iter().position(|w| &masked[w.clone()] == MASK);
+        let near = |i: usize| at.is_some_and(|m| i + TOPIC_BEFORE >= m && i <= m + TOPIC_AFTER);
+        match self {
+            HeadKind::Topic => (0..n)
+                .filter(|&i| near(i))
+                .map(|i| words[i].clone())
+                .collect(),
+            HeadKind::Answer => {
+                let start = words
+                    .iter()
+                    .position(|w| QUESTION_WORDS.contains(&&masked[w.clone()]))
+                    .unwrap_or(0);
+                words.into_iter().skip(start).take(ANSWER_WORDS).collect()
+            }
+        }
+    }
+}
+
+/// The span of each of [`HeadKind::ALL`]'s windows in `masked`, in that
+/// order, for [`WindowVectors::Pooled`]; an empty window pools the whole text.
+pub fn pooled_spans(masked: &str) -> Vec<Range<usize>> {
+    HeadKind::ALL
+        .iter()
+        .map(|k| k.span(masked).unwrap_or(0..masked.len()))
+        .collect()
+}
+
+/// Byte ranges of the alphanumeric runs of `text`.
+fn word_ranges(text: &str) -> Vec<Range<usize>> {
+    let mut words = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        match (c.is_alphanumeric(), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                words.push(s..i);
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        words.push(s..text.len());
+    }
+    words
+}
+
+/// How the planner's heads get their windows' sentence vectors.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WindowVectors {
+    /// Each window encoded alone (one more text per head per question);
+    /// bundles packed before pooling.
+    #[default]
+    Alone,
+    /// The question's token states averaged over the window's span: one
+    /// pass of the encoder per question serves the template classifier and
+    /// every head.
+    Pooled,
+}
+
+impl WindowVectors {
+    pub fn is_alone(&self) -> bool {
+        *self == WindowVectors::Alone
     }
 }
 
@@ -137,6 +199,13 @@ mod tests {
         let m = masked("[X]'s screenwriter wrote which films");
         assert_eq!(HeadKind::Topic.window(&m), "ENTITY s screenwriter");
         assert_eq!(HeadKind::Topic.window("no mask here"), MASK);
+        assert_eq!(HeadKind::Topic.span("no mask here"), None);
+        // A span runs from the window's first word to its last.
+        let span = HeadKind::Topic.span(&m).expect("a topic window");
+        assert_eq!(&m[span], "ENTITY 's screenwriter");
+        let m = masked("what kinds of movies does [William Devane] act in");
+        let span = HeadKind::Answer.span(&m).expect("an answer window");
+        assert_eq!(&m[span], "what kinds of movies");
     }
 
     #[test]

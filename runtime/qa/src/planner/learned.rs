@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::features::{FeatureSpec, Features};
-use super::heads::HeadMeta;
+use super::heads::{HeadMeta, WindowVectors};
 use super::template::Template;
 
 /// The arbitrator's cut when nothing was calibrated (and without a learned
@@ -69,6 +69,11 @@ pub struct PlannerMeta {
     /// they existed.
     #[serde(default)]
     pub heads: Vec<HeadMeta>,
+    /// How the heads' windows get their sentence vectors (`alone` in
+    /// bundles packed before pooling, and left out when `alone`, as a
+    /// planner without an encoder has it).
+    #[serde(default, skip_serializing_if = "WindowVectors::is_alone")]
+    pub window_vectors: WindowVectors,
     /// The encoder the embeddings came from (`None`: no embedding block).
     pub encoder: Option<String>,
     /// Training report, for `kgbox-pack inspect` and the logs.
@@ -269,6 +274,7 @@ impl PlannerMeta {
             demos: vec![],
             demo_vectors: false,
             heads: vec![],
+            window_vectors: WindowVectors::Alone,
             encoder: None,
             trained_on: templates.len(),
             heldout_accuracy: None,

@@ -23,6 +23,8 @@ pub mod zeroshot;
 mod fallback_tests;
 #[cfg(test)]
 mod sampling_tests;
+#[cfg(test)]
+mod window_tests;
 
 use kgbox_bundle::Kg;
 use serde::{Deserialize, Serialize};
@@ -31,6 +33,7 @@ use crate::llm::ChatBackend;
 use crate::prompt::EntityInfo;
 use crate::question::{mask, LinkedEntity, Topic};
 use crate::Embedder;
+use heads::{HeadKind, WindowVectors};
 
 pub use learned::{LearnedPlanner, Prediction, DEFAULT_THRESHOLD};
 pub use llm::{Candidate, LlmPlanError, Rejected};
@@ -256,20 +259,68 @@ fn predictions(
         .learned
         .ok_or_else(|| PlanError::NoPlanner("the bundle has no learned planner".into()))?;
     let masked = mask(req.question, topic.range);
-    // The question and each head's window, embedded in one batch.
-    let mut texts = vec![masked.clone()];
-    texts.extend(learned.meta.heads.iter().map(|h| h.kind.window(&masked)));
-    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let mut vectors = embed_texts(p, &refs, learned.spec().embed_dim > 0)?.into_iter();
-    let embedding = vectors.next().flatten();
+    let windows: Vec<String> = learned
+        .meta
+        .heads
+        .iter()
+        .map(|h| h.kind.window(&masked))
+        .collect();
+    let (embedding, window_vectors) = match learned.meta.window_vectors {
+        WindowVectors::Pooled => pooled_vectors(p, &masked, learned)?,
+        // The question and each head's window, embedded in one batch.
+        WindowVectors::Alone => {
+            let mut texts = vec![masked.as_str()];
+            texts.extend(windows.iter().map(String::as_str));
+            let mut vectors = embed_texts(p, &texts, learned.spec().embed_dim > 0)?.into_iter();
+            (vectors.next().flatten(), vectors.collect())
+        }
+    };
     let spec = learned.spec();
     let x = features::featurize(p.kg, &masked, topic.entity, embedding.as_deref(), spec);
-    let heads: Vec<features::Features> = texts[1..]
+    let heads: Vec<features::Features> = windows
         .iter()
-        .zip(vectors)
+        .zip(window_vectors)
         .map(|(w, e)| features::featurize(p.kg, w, topic.entity, e.as_deref(), spec))
         .collect();
     Ok((learned.predict_with(&x, &heads), embedding))
+}
+
+/// The masked question's vector and each head's window vector pooled from
+/// the same pass ([`WindowVectors::Pooled`]); `None`s without embeddings.
+type Vectors = (Option<Vec<f32>>, Vec<Option<Vec<f32>>>);
+
+fn pooled_vectors(
+    p: &Planners<'_, '_>,
+    masked: &str,
+    learned: &LearnedPlanner,
+) -> Result<Vectors, PlanError> {
+    let heads = &learned.meta.heads;
+    if learned.spec().embed_dim == 0 {
+        return Ok((None, vec![None; heads.len()]));
+    }
+    let e = p.embedder.ok_or_else(|| {
+        PlanError::NoPlanner(
+            "the planner needs the bundle's sentence encoder, which is not loaded".into(),
+        )
+    })?;
+    let spans = heads::pooled_spans(masked);
+    let mut out = e
+        .embed_spans(&[(masked, spans)])
+        .map_err(PlanError::Embed)?;
+    let vectors = match out.pop() {
+        Some(v) if out.is_empty() && v.len() == HeadKind::ALL.len() + 1 => v,
+        _ => {
+            return Err(PlanError::Embed(
+                "the encoder returned the wrong number of span vectors".into(),
+            ))
+        }
+    };
+    let slot = |k: HeadKind| HeadKind::ALL.iter().position(|x| *x == k).unwrap_or(0) + 1;
+    let windows = heads
+        .iter()
+        .map(|h| vectors.get(slot(h.kind)).cloned())
+        .collect();
+    Ok((vectors.first().cloned(), windows))
 }
 
 /// The encoder's vector of each text when `needed` (`None`s otherwise).

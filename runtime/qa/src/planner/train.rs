@@ -8,7 +8,7 @@
 //! measure accuracy on questions the fit never saw. The final model is then
 //! fitted on all examples.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use kgbox_bundle::Kg;
 use kgbox_query::ast::EntityRef;
@@ -17,7 +17,8 @@ use kgbox_query::{parse, Query};
 
 use super::features::{featurize, FeatureSpec, Features};
 pub use super::fit::TrainOptions;
-use super::fit::{embed_distinct, fit_scored};
+use super::fit::{embed_distinct, embed_pooled, fit_scored};
+use super::heads::WindowVectors;
 use super::learned::{Demo, LearnedPlanner, PlannerMeta, DEFAULT_THRESHOLD, FORMAT};
 use super::template::Template;
 use super::train_heads::{train_heads, HeadExamples};
@@ -287,9 +288,23 @@ pub fn train(
 
     // Masked questions repeat (questions made from templates differ only in
     // the entity): embed each distinct text once.
+    // With an encoder, one pass per text gives the question's vector and
+    // its head windows' (`WindowVectors::Pooled`).
     let masked: Vec<&str> = prepared.iter().map(|p| p.masked.as_str()).collect();
-    let embedded =
-        embed_distinct(&masked, embedder, &spec, "embed", progress).map_err(TrainError::Embed)?;
+    let pooled = match embedder {
+        Some(e) if spec.embed_dim > 0 => {
+            Some(embed_pooled(&masked, e, &spec, "embed", progress).map_err(TrainError::Embed)?)
+        }
+        _ => None,
+    };
+    let embedded: HashMap<String, Vec<f32>> = match &pooled {
+        Some(p) => p
+            .iter()
+            .filter_map(|(t, v)| Some((t.clone(), v.first()?.clone())))
+            .collect(),
+        None => embed_distinct(&masked, embedder, &spec, "embed", progress)
+            .map_err(TrainError::Embed)?,
+    };
     let features: Vec<Features> = prepared
         .iter()
         .map(|p| {
@@ -320,8 +335,16 @@ pub fn train(
         ys: &ys,
         held: &held,
     };
-    let (heads, head_weights) =
-        train_heads(kg, &examples, embedder, &spec, opts, progress).map_err(TrainError::Embed)?;
+    let (heads, head_weights) = train_heads(
+        kg,
+        &examples,
+        embedder,
+        pooled.as_ref(),
+        &spec,
+        opts,
+        progress,
+    )
+    .map_err(TrainError::Embed)?;
     w.extend(head_weights);
     let demos = demos(kg, prepared, &ys, classes);
     let vectors = (spec.embed_dim > 0)
@@ -338,6 +361,11 @@ pub fn train(
         demos: demos.into_iter().map(|(d, _)| d).collect(),
         demo_vectors,
         heads,
+        window_vectors: if pooled.is_some() {
+            WindowVectors::Pooled
+        } else {
+            WindowVectors::Alone
+        },
         encoder: encoder_name.map(String::from),
         trained_on: prepared.len(),
         heldout_accuracy,

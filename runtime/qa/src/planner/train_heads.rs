@@ -3,6 +3,8 @@
 //! head's window of the question, with the template's first or last
 //! relation as the class.
 
+use std::collections::HashMap;
+
 use kgbox_bundle::Kg;
 
 use super::features::{featurize, FeatureSpec, Features};
@@ -31,6 +33,7 @@ pub(super) fn train_heads(
     kg: &Kg<'_>,
     ex: &HeadExamples<'_>,
     embedder: Option<&dyn Embedder>,
+    pooled: Option<&HashMap<String, Vec<Vec<f32>>>>,
     spec: &FeatureSpec,
     opts: &TrainOptions,
     progress: &mut dyn FnMut(&str, usize, usize),
@@ -60,17 +63,34 @@ pub(super) fn train_heads(
             }
         }
         let windows: Vec<String> = rows.iter().map(|&(i, _)| kind.window(masked[i])).collect();
-        let texts: Vec<&str> = windows.iter().map(String::as_str).collect();
+        let slot = HeadKind::ALL.iter().position(|k| *k == kind).unwrap_or(0) + 1;
+        let features: Vec<Features> = match pooled {
+            // The window's vector pooled from its question's pass.
+            Some(pooled) => rows
+                .iter()
+                .zip(&windows)
+                .map(|(&(i, _), w)| {
+                    let e = pooled
+                        .get(masked[i])
+                        .and_then(|v| v.get(slot))
+                        .map(Vec::as_slice);
+                    featurize(kg, w, entities[i], e, spec)
+                })
+                .collect(),
+            None => {
+                let texts: Vec<&str> = windows.iter().map(String::as_str).collect();
+                let stage = format!("embed {kind:?} head").to_lowercase();
+                let embedded = embed_distinct(&texts, embedder, spec, &stage, progress)?;
+                rows.iter()
+                    .zip(&windows)
+                    .map(|(&(i, _), w)| {
+                        let e = embedded.get(w.as_str()).map(Vec::as_slice);
+                        featurize(kg, w, entities[i], e, spec)
+                    })
+                    .collect()
+            }
+        };
         let stage = format!("{kind:?} head").to_lowercase();
-        let embedded = embed_distinct(&texts, embedder, spec, &format!("embed {stage}"), progress)?;
-        let features: Vec<Features> = rows
-            .iter()
-            .zip(&windows)
-            .map(|(&(i, _), w)| {
-                let e = embedded.get(w.as_str()).map(Vec::as_slice);
-                featurize(kg, w, entities[i], e, spec)
-            })
-            .collect();
         let xs: Vec<&Features> = features.iter().collect();
         let y: Vec<usize> = rows.iter().map(|&(_, c)| c).collect();
         let h: Vec<bool> = rows.iter().map(|&(i, _)| held[i]).collect();
