@@ -181,20 +181,7 @@ impl Batcher {
         let (graphs, starts): (Vec<Subgraph>, Vec<Vec<f32>>) = jobs
             .par_iter()
             .zip(node_sets)
-            .map(|(job, nodes)| {
-                let p = &job.projection;
-                let graph = Subgraph::induced(kg, nodes);
-                let h_prob: Vec<f32> = graph
-                    .nodes
-                    .iter()
-                    .map(|v| {
-                        p.seeds
-                            .binary_search_by_key(v, |s| s.0)
-                            .map_or(0.0, |i| p.seeds[i].1)
-                    })
-                    .collect();
-                (graph, h_prob)
-            })
+            .map(|(job, nodes)| subgraph_of(kg, &job.projection, nodes))
             .unzip();
         let items: Vec<(&Subgraph, ModelQuery<'_>)> = jobs
             .iter()
@@ -225,4 +212,36 @@ impl Batcher {
             }
         }
     }
+}
+
+/// One projection on its own, without the gate: SEPPR, the subgraph, the
+/// entity model.
+pub fn project_alone(kg: &Kg<'_>, model: &UltraModel, projection: Projection) -> Result<Scored> {
+    let mut p = projection;
+    p.seeds.sort_unstable_by_key(|s| s.0);
+    let nodes = seppr::top_nodes(kg, &p.seeds, &p.params);
+    let (graph, h_prob) = subgraph_of(kg, &p, nodes);
+    let query = ModelQuery {
+        condition: p.relation,
+        relation: p.relation,
+        h_prob: &h_prob,
+    };
+    let logits = model.logits(&graph, &[query])?.into_iter().next();
+    Ok((graph.nodes, logits.unwrap_or_default()))
+}
+
+/// The subgraph on `nodes` and the projection's memberships on its nodes
+/// (its seeds sorted by id).
+fn subgraph_of(kg: &Kg<'_>, p: &Projection, nodes: Vec<u32>) -> (Subgraph, Vec<f32>) {
+    let graph = Subgraph::induced(kg, nodes);
+    let h_prob = graph
+        .nodes
+        .iter()
+        .map(|v| {
+            p.seeds
+                .binary_search_by_key(v, |s| s.0)
+                .map_or(0.0, |i| p.seeds[i].1)
+        })
+        .collect();
+    (graph, h_prob)
 }

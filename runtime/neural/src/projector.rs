@@ -5,10 +5,9 @@ use kgbox_bundle::Kg;
 use kgbox_query::fuzzy::FuzzySet;
 use kgbox_query::{Fusion, Projector};
 
-use crate::batcher::Projection;
-use crate::model::{sigmoid, ModelQuery, UltraModel};
-use crate::seppr::{self, SepprParams};
-use crate::subgraph::Subgraph;
+use crate::batcher::{project_alone, Projection};
+use crate::model::{sigmoid, UltraModel};
+use crate::seppr::SepprParams;
 
 /// Memberships below this are dropped from a projected set.
 pub const MIN_MEMBERSHIP: f32 = 1e-4;
@@ -38,29 +37,14 @@ impl Projector for NeuralProjector<'_, '_> {
             return Ok(FuzzySet::default());
         }
         let r = relation as usize + if inverse { self.kg.relation_count() } else { 0 };
+        let projection = Projection {
+            seeds,
+            relation: r,
+            params: self.params,
+        };
         let (nodes, scores) = match self.model.batcher() {
-            Some(b) => b.project(
-                self.kg,
-                self.model,
-                Projection {
-                    seeds,
-                    relation: r,
-                    params: self.params,
-                },
-            ),
-            None => {
-                let nodes = seppr::top_nodes(self.kg, &seeds, &self.params);
-                let graph = Subgraph::induced(self.kg, nodes);
-                let h_prob: Vec<f32> = graph.nodes.iter().map(|&v| x.get(v)).collect();
-                let query = ModelQuery {
-                    condition: r,
-                    relation: r,
-                    h_prob: &h_prob,
-                };
-                self.model
-                    .logits(&graph, &[query])
-                    .map(|l| (graph.nodes, l.into_iter().next().unwrap_or_default()))
-            }
+            Some(b) => b.project(self.kg, self.model, projection),
+            None => project_alone(self.kg, self.model, projection),
         }
         .map_err(|e| e.to_string())?;
         let pairs = nodes
