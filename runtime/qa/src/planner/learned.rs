@@ -412,4 +412,29 @@ mod tests {
             Err(PlannerError::Meta(_))
         ));
     }
+
+    #[test]
+    fn window_vectors_round_trip_and_default_to_alone() {
+        let p = with_head(1.0);
+        let (m, w) = p.to_sections();
+        let meta: serde_json::Value = serde_json::from_slice(&m).expect("json");
+        assert!(meta.get("window_vectors").is_none(), "alone is left out");
+        let q = LearnedPlanner::from_sections(&m, &w).expect("round trip");
+        assert_eq!(q.meta.window_vectors, WindowVectors::Alone);
+
+        let mut pooled = p.clone();
+        pooled.meta.window_vectors = WindowVectors::Pooled;
+        let (m, w) = pooled.to_sections();
+        let q = LearnedPlanner::from_sections(&m, &w).expect("round trip");
+        assert_eq!(q.meta.window_vectors, WindowVectors::Pooled);
+
+        let mut meta: serde_json::Value = serde_json::from_slice(&m).expect("json");
+        meta["window_vectors"] = "sideways".into();
+        let bad = serde_json::to_vec(&meta).expect("json");
+        let err = LearnedPlanner::from_sections(&bad, &w)
+            .expect_err("an unknown kind")
+            .to_string();
+        assert!(err.contains("planner.meta is invalid"), "{err}");
+        assert!(err.contains("sideways"), "{err}");
+    }
 }
