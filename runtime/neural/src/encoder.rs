@@ -252,7 +252,7 @@ impl Encoder {
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncoderError> {
         let states = self.states(texts)?;
         Ok((0..states.encodings.len())
-            .map(|b| states.pool(b, |_| true))
+            .map(|b| states.whole(b))
             .collect())
     }
 
@@ -293,23 +293,20 @@ impl Encoder {
             let texts: Vec<&str> = chunk.iter().map(|(t, _)| *t).collect();
             let states = self.states(&texts)?;
             for (b, (_, spans)) in chunk.iter().enumerate() {
-                let whole = states.pool(b, |_| true);
+                let whole = states.whole(b);
                 let offsets = states.encodings[b].get_offsets();
-                let mut vectors = Vec::with_capacity(spans.len() + 1);
-                vectors.push(whole.clone());
-                for span in spans {
-                    let inside = |t: usize| {
-                        offsets
-                            .get(t)
-                            .is_some_and(|&(a, z)| a < z && a >= span.start && z <= span.end)
-                    };
-                    let any = (0..offsets.len()).any(inside);
-                    vectors.push(if any {
-                        states.pool(b, inside)
-                    } else {
-                        whole.clone()
-                    });
-                }
+                let mut vectors: Vec<Vec<f32>> = spans
+                    .iter()
+                    .map(|span| {
+                        let inside = |t: usize| {
+                            offsets
+                                .get(t)
+                                .is_some_and(|&(a, z)| a < z && a >= span.start && z <= span.end)
+                        };
+                        states.pool(b, inside).unwrap_or_else(|| whole.clone())
+                    })
+                    .collect();
+                vectors.insert(0, whole);
                 out.push(vectors);
             }
         }
@@ -400,9 +397,15 @@ struct States {
 }
 
 impl States {
+    /// The unit-length mean of all of text `b`'s unmasked token states.
+    fn whole(&self, b: usize) -> Vec<f32> {
+        self.pool(b, |_| true)
+            .unwrap_or_else(|| vec![0.0; self.dim])
+    }
+
     /// The unit-length mean of text `b`'s unmasked token states at the
-    /// positions `keep` accepts.
-    fn pool(&self, b: usize, keep: impl Fn(usize) -> bool) -> Vec<f32> {
+    /// positions `keep` accepts; `None` when it accepts none.
+    fn pool(&self, b: usize, keep: impl Fn(usize) -> bool) -> Option<Vec<f32>> {
         let (seq, dim) = (self.seq, self.dim);
         let mut v = vec![0f32; dim];
         let mut count = 0f32;
@@ -416,10 +419,12 @@ impl States {
                 *x += h;
             }
         }
-        let count = count.max(1.0);
+        if count == 0.0 {
+            return None;
+        }
         v.iter_mut().for_each(|x| *x /= count);
         normalize(&mut v);
-        v
+        Some(v)
     }
 }
 

@@ -186,13 +186,7 @@ pub fn top_nodes_many(kg: &Kg<'_>, sets: &[(&[(u32, f32)], SepprParams)]) -> Vec
                     .zip(mass.chunks_exact(b))
                     .enumerate()
                 {
-                    let u = (c * block / b + i) as u32;
-                    let degree = kg.out.degree(u) + kg.inc.degree(u);
-                    let inv = if degree == 0 {
-                        0.0
-                    } else {
-                        1.0 / degree as f32
-                    };
+                    let inv = inverse_degree(kg, (c * block / b + i) as u32);
                     for (s, m) in s.iter_mut().zip(m) {
                         *s = m * inv;
                     }

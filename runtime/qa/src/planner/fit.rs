@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use super::features::{check_dim, embed_all, FeatureSpec, Features};
-use super::heads::{pooled_spans, HeadKind};
+use super::heads::{check_pooled, pooled_spans};
 use super::learned::softmax;
 use crate::Embedder;
 
@@ -138,7 +138,7 @@ pub(super) fn embed_distinct(
 
 /// [`embed_distinct`] for [`super::heads::WindowVectors::Pooled`]: each
 /// distinct masked question's vector, then its head windows' (in
-/// [`HeadKind::ALL`] order), from one pass of the encoder per text.
+/// [`super::heads::HeadKind::ALL`] order), from one pass of the encoder per text.
 pub(super) fn embed_pooled(
     texts: &[&str],
     embedder: &dyn Embedder,
@@ -151,11 +151,7 @@ pub(super) fn embed_pooled(
         let items: Vec<(&str, Vec<std::ops::Range<usize>>)> =
             chunk.iter().map(|t| (*t, pooled_spans(t))).collect();
         let vectors = embedder.embed_spans(&items)?;
-        if vectors.len() != chunk.len()
-            || vectors.iter().any(|v| v.len() != HeadKind::ALL.len() + 1)
-        {
-            return Err("the encoder returned the wrong number of span vectors".into());
-        }
+        check_pooled(&vectors, chunk.len())?;
         Ok(vectors.into_iter().map(Some).collect())
     })
 }

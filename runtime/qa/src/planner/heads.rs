@@ -46,6 +46,16 @@ pub enum HeadKind {
 impl HeadKind {
     pub const ALL: [HeadKind; 2] = [HeadKind::Answer, HeadKind::Topic];
 
+    /// Where this head's window vector sits among the pooled vectors of a
+    /// question: after the question's own (index 0), in [`HeadKind::ALL`]
+    /// order.
+    pub fn slot(self) -> usize {
+        match self {
+            HeadKind::Answer => 1,
+            HeadKind::Topic => 2,
+        }
+    }
+
     /// The head's exponent in the product with the template classifier.
     /// Chosen on the free-form set of `benches/metaqa/freeform`, full KB:
     /// answer 0.5 and topic 1 gained 2 / 0 / 18 points (1/2/3-hop) there,
@@ -112,7 +122,8 @@ impl HeadKind {
 }
 
 /// The span of each of [`HeadKind::ALL`]'s windows in `masked`, in that
-/// order, for [`WindowVectors::Pooled`]; an empty window pools the whole text.
+/// order, for [`WindowVectors::Pooled`]; an empty window pools every word of
+/// the text (not the special tokens the whole text's vector also has).
 pub fn pooled_spans(masked: &str) -> Vec<Range<usize>> {
     HeadKind::ALL
         .iter()
@@ -160,6 +171,15 @@ impl WindowVectors {
     }
 }
 
+/// An error unless `vectors` (of several texts) holds the question's vector
+/// and one per head window for each.
+pub fn check_pooled(vectors: &[Vec<Vec<f32>>], texts: usize) -> Result<(), String> {
+    if vectors.len() != texts || vectors.iter().any(|v| v.len() != HeadKind::ALL.len() + 1) {
+        return Err("the encoder returned the wrong number of span vectors".into());
+    }
+    Ok(())
+}
+
 /// One head in `planner.meta`; its weights follow the template classifier's
 /// in `planner.weights`, `[label][feature + 1]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -181,6 +201,13 @@ mod tests {
     fn masked(q: &str) -> String {
         let (a, b) = (q.find('[').expect("["), q.find(']').expect("]") + 1);
         mask(q, (a, b))
+    }
+
+    #[test]
+    fn slots_follow_all() {
+        for (i, k) in HeadKind::ALL.iter().enumerate() {
+            assert_eq!(k.slot(), i + 1);
+        }
     }
 
     #[test]

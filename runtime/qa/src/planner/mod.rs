@@ -33,7 +33,7 @@ use crate::llm::ChatBackend;
 use crate::prompt::EntityInfo;
 use crate::question::{mask, LinkedEntity, Topic};
 use crate::Embedder;
-use heads::{HeadKind, WindowVectors};
+use heads::WindowVectors;
 
 pub use learned::{LearnedPlanner, Prediction, DEFAULT_THRESHOLD};
 pub use llm::{Candidate, LlmPlanError, Rejected};
@@ -285,10 +285,11 @@ fn predictions(
     Ok((learned.predict_with(&x, &heads), embedding))
 }
 
-/// The masked question's vector and each head's window vector pooled from
-/// the same pass ([`WindowVectors::Pooled`]); `None`s without embeddings.
+/// The masked question's vector, and each head's window vector.
 type Vectors = (Option<Vec<f32>>, Vec<Option<Vec<f32>>>);
 
+/// [`Vectors`] pooled from one pass over the masked question
+/// ([`WindowVectors::Pooled`]); `None`s without embeddings.
 fn pooled_vectors(
     p: &Planners<'_, '_>,
     masked: &str,
@@ -298,29 +299,26 @@ fn pooled_vectors(
     if learned.spec().embed_dim == 0 {
         return Ok((None, vec![None; heads.len()]));
     }
-    let e = p.embedder.ok_or_else(|| {
+    let spans = heads::pooled_spans(masked);
+    let out = embedder(p)?
+        .embed_spans(&[(masked, spans)])
+        .map_err(PlanError::Embed)?;
+    heads::check_pooled(&out, 1).map_err(PlanError::Embed)?;
+    let mut vectors: Vec<Option<Vec<f32>>> = out.into_iter().flatten().map(Some).collect();
+    let windows = heads
+        .iter()
+        .map(|h| vectors.get(h.kind.slot()).cloned().flatten())
+        .collect();
+    Ok((vectors.first_mut().and_then(Option::take), windows))
+}
+
+/// The bundle's sentence encoder, or the error that the planner needs it.
+fn embedder<'a>(p: &Planners<'a, '_>) -> Result<&'a dyn Embedder, PlanError> {
+    p.embedder.ok_or_else(|| {
         PlanError::NoPlanner(
             "the planner needs the bundle's sentence encoder, which is not loaded".into(),
         )
-    })?;
-    let spans = heads::pooled_spans(masked);
-    let mut out = e
-        .embed_spans(&[(masked, spans)])
-        .map_err(PlanError::Embed)?;
-    let vectors = match out.pop() {
-        Some(v) if out.is_empty() && v.len() == HeadKind::ALL.len() + 1 => v,
-        _ => {
-            return Err(PlanError::Embed(
-                "the encoder returned the wrong number of span vectors".into(),
-            ))
-        }
-    };
-    let slot = |k: HeadKind| HeadKind::ALL.iter().position(|x| *x == k).unwrap_or(0) + 1;
-    let windows = heads
-        .iter()
-        .map(|h| vectors.get(slot(h.kind)).cloned())
-        .collect();
-    Ok((vectors.first().cloned(), windows))
+    })
 }
 
 /// The encoder's vector of each text when `needed` (`None`s otherwise).
@@ -332,12 +330,7 @@ fn embed_texts(
     if !needed {
         return Ok(vec![None; texts.len()]);
     }
-    let e = p.embedder.ok_or_else(|| {
-        PlanError::NoPlanner(
-            "the planner needs the bundle's sentence encoder, which is not loaded".into(),
-        )
-    })?;
-    let vecs = e.embed(texts).map_err(PlanError::Embed)?;
+    let vecs = embedder(p)?.embed(texts).map_err(PlanError::Embed)?;
     if vecs.len() != texts.len() {
         return Err(PlanError::Embed(format!(
             "the encoder returned {} vectors for {} texts",

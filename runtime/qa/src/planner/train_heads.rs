@@ -63,7 +63,6 @@ pub(super) fn train_heads(
             }
         }
         let windows: Vec<String> = rows.iter().map(|&(i, _)| kind.window(masked[i])).collect();
-        let slot = HeadKind::ALL.iter().position(|k| *k == kind).unwrap_or(0) + 1;
         let features: Vec<Features> = match pooled {
             // The window's vector pooled from its question's pass.
             Some(pooled) => rows
@@ -72,7 +71,7 @@ pub(super) fn train_heads(
                 .map(|(&(i, _), w)| {
                     let e = pooled
                         .get(masked[i])
-                        .and_then(|v| v.get(slot))
+                        .and_then(|v| v.get(kind.slot()))
                         .map(Vec::as_slice);
                     featurize(kg, w, entities[i], e, spec)
                 })
