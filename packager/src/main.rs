@@ -25,10 +25,12 @@ struct Cli {
 /// The graph's input files.
 #[derive(clap::Args)]
 struct GraphArgs {
-    /// Triples: TSV `head<TAB>relation<TAB>tail` or N-Triples.
+    /// Triples: TSV `head<TAB>relation<TAB>tail` (`.tsv`, `.txt`),
+    /// N-Triples (`.nt`), Turtle (`.ttl`) or N-Quads (`.nq`), each also
+    /// compressed (`.gz`, `.zst`).
     #[arg(long)]
     triples: PathBuf,
-    /// Input syntax (default: from the extension, `.nt` is N-Triples).
+    /// Input syntax (default: from the extension, looking past `.gz`/`.zst`).
     #[arg(long, value_enum)]
     format: Option<Format>,
     /// Aliases: `entity<TAB>alias` lines.

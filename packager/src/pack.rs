@@ -134,13 +134,7 @@ pub fn pack_with(
     let bar = progress_bar(opts.progress);
     let t0 = Instant::now();
     let mut raw = RawKg::default();
-    let format = opts
-        .format
-        .unwrap_or_else(|| Format::from_path(&opts.triples));
-    match format {
-        Format::Tsv => input::read_tsv(&opts.triples, &mut raw, &bar)?,
-        Format::Ntriples => input::read_ntriples(&opts.triples, &mut raw, &bar)?,
-    }
+    input::read_triples(&opts.triples, opts.format, &mut raw, &bar)?;
     if raw.triples.is_empty() {
         return Err(input::InputError::Empty {
             file: opts.triples.clone(),

@@ -138,13 +138,7 @@ pub fn paraphrase(opts: &ParaphraseOptions, out: &Path) -> Result<ParaphraseRepo
 fn read_graph(opts: &ParaphraseOptions) -> Result<graph::BuiltKg> {
     let hidden = ProgressBar::hidden();
     let mut raw = RawKg::default();
-    match opts
-        .format
-        .unwrap_or_else(|| Format::from_path(&opts.triples))
-    {
-        Format::Tsv => input::read_tsv(&opts.triples, &mut raw, &hidden)?,
-        Format::Ntriples => input::read_ntriples(&opts.triples, &mut raw, &hidden)?,
-    }
+    input::read_triples(&opts.triples, opts.format, &mut raw, &hidden)?;
     if let Some(path) = &opts.aliases {
         input::read_aliases(path, &mut raw, &hidden)?;
     }

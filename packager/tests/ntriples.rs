@@ -1,6 +1,7 @@
 //! `tests/fixtures/small.nt`, a tiny movie graph, packed with the real
-//! N-Triples parser: relation names, labels as aliases, literals as entities,
-//! blank nodes, and format selection on the command line.
+//! N-Triples parser: relation names, labels as names and aliases, literals
+//! as entities, blank nodes, source IRIs, and format selection on the
+//! command line.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -13,11 +14,11 @@ use kgbox_pack::input::Format;
 use kgbox_pack::pack;
 
 const MOVIE: &str = "http://example.org/movie/";
-const PERSON: &str = "http://example.org/person/";
 const ONTOLOGY: &str = "http://example.org/ontology/";
 const EPOCH: &[(&str, &str)] = &[("SOURCE_DATE_EPOCH", "1700000000")];
 const LEGACY_YEAR: &str = "http://example.org/legacy#release_year";
 const ONTOLOGY_YEAR: &str = "http://example.org/ontology/release_year";
+const NOVEL: &str = "Do Androids Dream of Electric Sheep?";
 
 fn fixture() -> PathBuf {
     common::workspace().join("tests/fixtures/small.nt")
@@ -30,16 +31,26 @@ fn expected_stats() -> KgStats {
         // 6 ontology predicates and the legacy release_year.
         relations: 7,
         triples: 18,
-        aliases: 15,
+        // The two skos:altLabels; the other labels are names.
+        aliases: 2,
         duplicates_removed: 1,
     }
 }
 
 #[test]
 fn format_is_detected_from_the_extension() {
-    assert_eq!(Format::from_path(&fixture()), Format::Ntriples);
-    assert_eq!(Format::from_path("x.tsv".as_ref()), Format::Tsv);
-    assert_eq!(Format::from_path("x.nt.gz".as_ref()), Format::Tsv);
+    let of = |p: &str| Format::from_path(p.as_ref()).ok();
+    assert_eq!(Format::from_path(&fixture()).ok(), Some(Format::Ntriples));
+    assert_eq!(of("x.tsv"), Some(Format::Tsv));
+    assert_eq!(of("x.txt"), Some(Format::Tsv));
+    assert_eq!(of("x.TSV.gz"), Some(Format::Tsv));
+    assert_eq!(of("x.nt.gz"), Some(Format::Ntriples));
+    assert_eq!(of("x.ttl"), Some(Format::Turtle));
+    assert_eq!(of("x.ttl.zst"), Some(Format::Turtle));
+    assert_eq!(of("x.nq"), Some(Format::Nquads));
+    assert_eq!(of("x.rdf"), None);
+    assert_eq!(of("x.gz"), None);
+    assert_eq!(of("triples"), None);
 }
 
 #[test]
@@ -73,109 +84,108 @@ fn fixture_packs_with_the_ntriples_parser() {
         ]
     );
 
-    // Each description is the full predicate IRI.
+    // Each description, and each source IRI, is the full predicate IRI.
     for r in ["based_on", "directed_by", "starred_actors"] {
         let want = format!("{ONTOLOGY}{r}");
         assert_eq!(kg.relation_description(rel(&kg, r)), Some(want.as_str()));
+        assert_eq!(kg.relation_iri(rel(&kg, r)), Some(want.as_str()));
+        assert_eq!(kg.relation_by_iri(&want), Some(rel(&kg, r)));
     }
     assert_eq!(
         kg.relation_description(rel(&kg, LEGACY_YEAR)),
         Some(LEGACY_YEAR)
     );
 
-    // Entities are named by their IRIs, sorted.
+    // Entities are named by their labels, sorted; their IRIs are kept.
     let all: Vec<&str> = (0..kg.entity_count() as u32)
         .map(|i| kg.entity_name(i).unwrap())
         .collect();
     let mut sorted = all.clone();
     sorted.sort_unstable();
     assert_eq!(all, sorted);
-    assert!(all.contains(&"http://example.org/genre/Horror"), "{all:?}");
-    assert!(!all.iter().any(|e| e.contains("Blade Runner")), "{all:?}");
+    assert!(all.contains(&"Horror"), "{all:?}");
+    assert!(!all.iter().any(|e| e.starts_with("http")), "{all:?}");
+    assert_eq!(
+        kg.entity_iri(id(&kg, "Horror")),
+        Some("http://example.org/genre/Horror")
+    );
 
-    let film = |n: &str| id(&kg, &format!("{MOVIE}{n}"));
     let directed = rel(&kg, "directed_by");
     assert_eq!(
-        names(&kg, kg.out.neighbours(film("Blade_Runner"), directed)),
-        [format!("{PERSON}Ridley_Scott")]
+        names(&kg, kg.out.neighbours(id(&kg, "Blade Runner"), directed)),
+        ["Ridley Scott"]
+    );
+    assert_eq!(
+        names(&kg, kg.inc.neighbours(id(&kg, "Peter Weir"), directed)),
+        ["The Truman Show", "Witness"]
     );
     assert_eq!(
         names(
             &kg,
-            kg.inc
-                .neighbours(id(&kg, &format!("{PERSON}Peter_Weir")), directed)
+            kg.out
+                .neighbours(id(&kg, "Alien"), rel(&kg, "starred_actors"))
         ),
-        [format!("{MOVIE}The_Truman_Show"), format!("{MOVIE}Witness")]
-    );
-    assert_eq!(
-        names(
-            &kg,
-            kg.out.neighbours(film("Alien"), rel(&kg, "starred_actors"))
-        ),
-        [format!("{PERSON}Sigourney_Weaver")]
+        ["Sigourney Weaver"]
     );
 }
 
 #[test]
-fn literal_objects_are_entities_and_labels_are_aliases() {
+fn literal_objects_are_entities_and_labels_are_names() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("small.kgb");
     pack(&options(&fixture()), &test_key(), &out).unwrap();
     let loaded = load(&out, &test_key().public());
     let kg = loaded.kg();
-    let film = |n: &str| id(&kg, &format!("{MOVIE}{n}"));
     let year = rel(&kg, ONTOLOGY_YEAR);
 
-    // Plain and typed literals become entities named by their lexical form.
+    // Plain and typed literals become entities named by their lexical form,
+    // without IRIs.
     assert_eq!(
-        names(&kg, kg.out.neighbours(film("Blade_Runner"), year)),
+        names(&kg, kg.out.neighbours(id(&kg, "Blade Runner"), year)),
         ["1982"]
     );
-    assert_eq!(names(&kg, kg.out.neighbours(film("Alien"), year)), ["1979"]);
     assert_eq!(
-        names(&kg, kg.out.neighbours(film("Alien"), rel(&kg, LEGACY_YEAR))),
+        names(&kg, kg.out.neighbours(id(&kg, "Alien"), year)),
+        ["1979"]
+    );
+    assert_eq!(
+        names(
+            &kg,
+            kg.out.neighbours(id(&kg, "Alien"), rel(&kg, LEGACY_YEAR))
+        ),
         ["1979"]
     );
     assert_eq!(
         names(&kg, kg.inc.neighbours(id(&kg, "1982"), year)),
-        [format!("{MOVIE}Blade_Runner")]
+        ["Blade Runner"]
     );
+    assert_eq!(kg.entity_iri(id(&kg, "1982")), None);
     assert_eq!(lookup(&kg, "1985"), [("1985", false)]);
-    // Label literals are not entities.
-    assert_eq!(kg.entity_id("Blade Runner"), None);
-    assert_eq!(kg.entity_id("Harrison Ford"), None);
 
-    // rdfs:label, skos:altLabel and schema:name literals are aliases.
-    let br = format!("{MOVIE}Blade_Runner");
+    // rdfs:label and schema:name name their subject; skos:altLabel is an alias.
+    let br = id(&kg, "Blade Runner");
     assert_eq!(
-        kg.aliases(film("Blade_Runner")).collect::<Vec<_>>(),
-        ["Blade Runner", "Bladerunner"]
+        kg.entity_iri(br),
+        Some("http://example.org/movie/Blade_Runner")
     );
-    assert_eq!(lookup(&kg, "blade runner"), [(br.as_str(), true)]);
-    assert_eq!(lookup(&kg, "BLADERUNNER"), [(br.as_str(), true)]);
-    let ford = format!("{PERSON}Harrison_Ford");
-    assert_eq!(lookup(&kg, "Harrison Ford"), [(ford.as_str(), true)]);
-    assert_eq!(lookup(&kg, "indy"), [(ford.as_str(), true)]);
-    let dick = format!("{PERSON}Philip_K_Dick");
-    assert_eq!(lookup(&kg, "philip k dick"), [(dick.as_str(), true)]);
-    assert_eq!(
-        lookup(&kg, "science fiction"),
-        [("http://example.org/genre/Science_Fiction", true)]
-    );
+    assert_eq!(kg.entity_by_iri(&format!("{MOVIE}Blade_Runner")), Some(br));
+    assert_eq!(kg.aliases(br).collect::<Vec<_>>(), ["Bladerunner"]);
+    assert_eq!(lookup(&kg, "blade runner"), [("Blade Runner", false)]);
+    assert_eq!(lookup(&kg, "BLADERUNNER"), [("Blade Runner", true)]);
+    assert_eq!(lookup(&kg, "Harrison Ford"), [("Harrison Ford", false)]);
+    assert_eq!(lookup(&kg, "indy"), [("Harrison Ford", true)]);
+    assert_eq!(lookup(&kg, "philip k dick"), [("Philip K. Dick", false)]);
 
-    // The blank node is an entity with its label and its edges.
-    let novel = id(&kg, "_:novel");
-    assert_eq!(
-        lookup(&kg, "Do Androids Dream of Electric Sheep"),
-        [("_:novel", true)]
-    );
+    // The blank node is an entity named by its label, with its edges and no IRI.
+    let novel = id(&kg, NOVEL);
+    assert_eq!(kg.entity_iri(novel), None);
     assert_eq!(
         names(&kg, kg.inc.neighbours(novel, rel(&kg, "based_on"))),
-        [br.as_str()]
+        ["Blade Runner"]
     );
     assert_eq!(
         names(&kg, kg.out.neighbours(novel, rel(&kg, "written_by"))),
-        [dick.as_str()]
+        ["Philip K. Dick"]
     );
 }
 
@@ -193,7 +203,7 @@ fn cli_reads_ntriples_by_extension_or_by_flag() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("17 entities, 7 relations, 18 triples (1 duplicates removed), 15 aliases"),
+        text.contains("17 entities, 7 relations, 18 triples (1 duplicates removed), 2 aliases"),
         "{text}"
     );
 

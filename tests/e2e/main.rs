@@ -11,6 +11,10 @@
 //! own environment, temporary directories and free ports.
 
 mod ask;
+mod clients_console;
+mod clients_openai;
+mod clients_openapi;
+mod clients_sparql;
 mod config;
 mod dense;
 mod deploy;

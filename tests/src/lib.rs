@@ -3,6 +3,7 @@
 //! driven through the real `kgbox`, and servers reached over real HTTP.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod clients;
 pub mod demo;
 pub mod mosquitto;
 pub mod openai_server;

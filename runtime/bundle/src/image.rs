@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{BundleError, Result};
 use crate::format::{Prefix, SectionEntry};
+use crate::kg::iris::Collected;
 use crate::reader::{BundleReader, Limits};
 
 pub const IMAGE_MAGIC: [u8; 8] = *b"KGBIMG\0\n";
@@ -67,7 +68,8 @@ fn image_header(prefix_len: u64, total_len: u64) -> [u8; IMAGE_HEADER_LEN as usi
 
 /// Writes the image of a bundle to `out`, decompressing each included section
 /// through [`BundleReader::copy_section`] (bounded memory, sizes and hashes
-/// checked). Call [`BundleReader::check_stored`] first.
+/// checked), and checks the source IRI sections in full (they are held in
+/// memory for that). Call [`BundleReader::check_stored`] first.
 pub fn write_image<R: Read + Seek, W: Write>(
     reader: &mut BundleReader<R>,
     limits: &Limits,
@@ -82,15 +84,17 @@ pub fn write_image<R: Read + Seek, W: Write>(
     out.write_all(&prefix.bytes).map_err(wr)?;
     let mut at = IMAGE_HEADER_LEN + prefix.bytes.len() as u64;
     let zeros = [0u8; ALIGN as usize];
+    let mut collected = Collected::default();
     for (entry, range) in prefix.sections.iter().zip(&plan.ranges) {
         let Some(range) = range else { continue };
         out.write_all(&zeros[..(range.start - at) as usize])
             .map_err(wr)?;
-        reader.copy_section(entry, limits, out)?;
+        reader.copy_checked(entry, limits, out, &mut collected)?;
         at = range.end;
     }
     out.write_all(&zeros[..(plan.total_len - at) as usize])
         .map_err(wr)?;
+    collected.check(&prefix)?;
     Ok(plan)
 }
 

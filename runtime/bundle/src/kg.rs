@@ -8,6 +8,7 @@
 use std::ops::Range;
 
 use crate::error::{BundleError, Result};
+use crate::kg::iris::{IriTable, ENTITY_IRIS, RELATION_IRIS};
 use crate::sections as s;
 
 /// Postings with this bit set come from an alias, not the entity's name.
@@ -167,6 +168,8 @@ pub struct Kg<'a> {
     pub inc: Csr<'a>,
     index: fst::Map<&'a [u8]>,
     postings: &'a [u32],
+    entity_iris: Option<IriTable<'a>>,
+    relation_iris: Option<IriTable<'a>>,
 }
 
 impl<'a> Kg<'a> {
@@ -241,6 +244,8 @@ impl<'a> Kg<'a> {
         let index = fst::Map::new(need(s::INDEX_FST)?)
             .map_err(|e| BundleError::bad_section(s::INDEX_FST, e.to_string()))?;
         let postings: &[u32] = cast(s::INDEX_POSTINGS, need(s::INDEX_POSTINGS)?)?;
+        let entity_iris = IriTable::open(&ENTITY_IRIS, n, &get)?;
+        let relation_iris = IriTable::open(&RELATION_IRIS, relations.len(), &get)?;
         Ok(Kg {
             entities,
             relations,
@@ -251,6 +256,8 @@ impl<'a> Kg<'a> {
             inc,
             index,
             postings,
+            entity_iris,
+            relation_iris,
         })
     }
 
@@ -288,6 +295,50 @@ impl<'a> Kg<'a> {
 
     pub fn relation_id(&self, name: &str) -> Option<u32> {
         self.relations.find_sorted(name).map(|i| i as u32)
+    }
+
+    /// The source IRI of an entity, for bundles packed from RDF (section
+    /// `kg.entities.iris.*`). `None` when the bundle has no IRIs, or the
+    /// entity has none (a literal value or a blank node), or `id` is out of
+    /// range.
+    pub fn entity_iri(&self, id: u32) -> Option<&'a str> {
+        self.entity_iris.as_ref()?.get(id)
+    }
+
+    /// The entity whose source IRI is exactly `iri` (no normalization): a
+    /// binary search over the IRI index stored in the bundle, O(log n), with
+    /// nothing built at start-up. `None` when no entity has it.
+    pub fn entity_by_iri(&self, iri: &str) -> Option<u32> {
+        self.entity_iris.as_ref()?.find(iri)
+    }
+
+    /// The source predicate IRI of a relation (`kg.relations.iris.*`);
+    /// `None` as for [`Kg::entity_iri`].
+    pub fn relation_iri(&self, id: u32) -> Option<&'a str> {
+        self.relation_iris.as_ref()?.get(id)
+    }
+
+    /// The relation whose predicate IRI is exactly `iri`, O(log n).
+    pub fn relation_by_iri(&self, iri: &str) -> Option<u32> {
+        self.relation_iris.as_ref()?.find(iri)
+    }
+
+    /// Whether the bundle carries source IRIs (entities or relations).
+    pub fn has_iris(&self) -> bool {
+        self.entity_iris.is_some() || self.relation_iris.is_some()
+    }
+
+    /// Checks the IRI sections in full (linear; [`Kg::from_sections`] only
+    /// checks their lengths). Verification and installation run the same
+    /// check on the decompressed sections (`iris::Collected`).
+    pub fn check_iris(&self) -> Result<()> {
+        if let Some(t) = &self.entity_iris {
+            t.check(&ENTITY_IRIS)?;
+        }
+        if let Some(t) = &self.relation_iris {
+            t.check(&RELATION_IRIS)?;
+        }
+        Ok(())
     }
 
     /// Aliases of an entity.
@@ -357,6 +408,9 @@ fn cast<'a, T: bytemuck::Pod>(name: &str, bytes: &'a [u8]) -> Result<&'a [T]> {
         )
     })
 }
+
+/// Source IRIs (optional sections) and their index.
+pub mod iris;
 
 /// Encoders for the packager (feature `write`).
 #[cfg(feature = "write")]

@@ -8,6 +8,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{BundleError, Result};
 use crate::format::{Header, Prefix, SectionEntry, COMPRESSION_NONE, HEADER_LEN};
 use crate::keys::{PublicKey, TrustedKeys};
+use crate::kg::iris::Collected;
 
 const CHUNK: usize = 64 * 1024;
 
@@ -240,8 +241,30 @@ impl<R: Read + Seek> BundleReader<R> {
         Ok(())
     }
 
+    /// [`BundleReader::copy_section`], also keeping a copy of the sections
+    /// whose contents are checked in full once all are decompressed (the
+    /// source IRIs, see [`Collected`]; call [`Collected::check`] after the last).
+    pub fn copy_checked<W: Write>(
+        &mut self,
+        entry: &SectionEntry,
+        limits: &Limits,
+        out: &mut W,
+        collected: &mut Collected,
+    ) -> Result<()> {
+        if !Collected::wants(&entry.name) {
+            return self.copy_section(entry, limits, out);
+        }
+        let mut raw = Vec::new();
+        self.copy_section(entry, limits, &mut raw)?;
+        out.write_all(&raw)
+            .map_err(|e| BundleError::io(format!("writing section `{}`", entry.name), e))?;
+        collected.keep(&entry.name, raw);
+        Ok(())
+    }
+
     /// Everything `install` checks, without writing anything: signature,
-    /// stored hashes, limits, and each included section decompressed and hashed.
+    /// stored hashes, limits, each included section decompressed and hashed,
+    /// and the contents of the sections checked in full (source IRIs).
     pub fn verify_all<'k>(
         &mut self,
         keys: &'k TrustedKeys,
@@ -250,11 +273,13 @@ impl<R: Read + Seek> BundleReader<R> {
     ) -> Result<&'k PublicKey> {
         let key = self.verify_signature(keys)?;
         self.check_stored(limits, &include)?;
+        let mut collected = Collected::default();
         for entry in self.prefix.sections.clone() {
             if include(&entry) {
-                self.copy_section(&entry, limits, &mut io::sink())?;
+                self.copy_checked(&entry, limits, &mut io::sink(), &mut collected)?;
             }
         }
+        collected.check(&self.prefix)?;
         Ok(key)
     }
 }

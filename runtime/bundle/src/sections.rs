@@ -9,6 +9,19 @@ pub const RELATION_OFFSETS: &str = "kg.relations.offsets";
 pub const RELATION_NAMES: &str = "kg.relations.names";
 pub const RELATION_DESC_OFFSETS: &str = "kg.relations.desc.offsets";
 pub const RELATION_DESC_TEXT: &str = "kg.relations.desc.text";
+/// Source IRIs of the entities (bundles packed from RDF): string table
+/// offsets, u64 × (E + 1); an empty string is an entity without an IRI.
+pub const ENTITY_IRI_OFFSETS: &str = "kg.entities.iris.offsets";
+/// The entities' IRIs, UTF-8, in id order.
+pub const ENTITY_IRI_TEXT: &str = "kg.entities.iris.text";
+/// u32 ids of the entities that have an IRI, ordered by IRI (the IRI index).
+pub const ENTITY_IRI_SORTED: &str = "kg.entities.iris.sorted";
+/// Source predicate IRIs of the relations: offsets, u64 × (R + 1).
+pub const RELATION_IRI_OFFSETS: &str = "kg.relations.iris.offsets";
+/// The relations' IRIs, UTF-8, in id order.
+pub const RELATION_IRI_TEXT: &str = "kg.relations.iris.text";
+/// u32 ids of the relations that have an IRI, ordered by IRI.
+pub const RELATION_IRI_SORTED: &str = "kg.relations.iris.sorted";
 pub const ALIAS_OWNERS: &str = "kg.aliases.owners";
 pub const ALIAS_OFFSETS: &str = "kg.aliases.offsets";
 pub const ALIAS_NAMES: &str = "kg.aliases.names";
@@ -75,6 +88,12 @@ pub const KG_REQUIRED: &[&str] = &[
 pub const KG_OPTIONAL: &[&str] = &[
     RELATION_DESC_OFFSETS,
     RELATION_DESC_TEXT,
+    ENTITY_IRI_OFFSETS,
+    ENTITY_IRI_TEXT,
+    ENTITY_IRI_SORTED,
+    RELATION_IRI_OFFSETS,
+    RELATION_IRI_TEXT,
+    RELATION_IRI_SORTED,
     DENSE_META,
     DENSE_VECTORS,
     ENCODER_ONNX,

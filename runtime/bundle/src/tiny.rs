@@ -80,6 +80,19 @@ impl TinyGraph {
         })
     }
 
+    /// Adds or replaces a section (e.g. source IRIs, or damaged bytes).
+    pub fn set_section(&mut self, name: &'static str, raw: &[u8]) {
+        self.sections.insert(name, AlignedBytes::from_slice(raw));
+    }
+
+    /// Every section, sorted by name (to write a bundle of this graph).
+    pub fn sections(&self) -> Vec<(&'static str, &[u8])> {
+        let mut all: Vec<(&'static str, &[u8])> =
+            self.sections.iter().map(|(k, v)| (*k, &v[..])).collect();
+        all.sort_unstable_by_key(|(k, _)| *k);
+        all
+    }
+
     pub fn kg(&self) -> Result<Kg<'_>> {
         Kg::from_sections(|n| self.sections.get(n).map(|b| &b[..]))
     }

@@ -54,6 +54,25 @@ pub struct Deployer {
 struct Info {
     health: Health,
     last_deploy: Option<DeployReport>,
+    /// The slots' records as last read (at start, after each deployment
+    /// and rollback), for readers that must not open the state database.
+    installed: Vec<SlotRecord>,
+}
+
+/// The records of the filled slots.
+fn slots_of(store: &Store) -> Vec<SlotRecord> {
+    store
+        .state()
+        .map(|s| s.a.into_iter().chain(s.b).collect())
+        .unwrap_or_default()
+}
+
+/// [`slots_of`] the state database in `data_dir`, when there is one.
+fn read_installed(data_dir: &Path) -> Vec<SlotRecord> {
+    match Store::open(data_dir, false) {
+        Ok(Some(store)) => slots_of(&store),
+        _ => Vec::new(),
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -217,6 +236,7 @@ fn roll_back(store: &Store, reason: &str) -> Result<Option<Slot>, Error> {
 impl Deployer {
     pub fn new(cfg: Arc<Config>, served: Served, health: Health) -> Deployer {
         let (changed, _) = tokio::sync::watch::channel(0);
+        let installed = read_installed(&cfg.data_dir);
         Deployer {
             cfg,
             served: ArcSwap::from_pointee(served),
@@ -225,6 +245,7 @@ impl Deployer {
             info: Mutex::new(Info {
                 health,
                 last_deploy: None,
+                installed,
             }),
             changed,
         }
@@ -265,6 +286,13 @@ impl Deployer {
             kgbox_version: install::RUNTIME_VERSION.to_string(),
             last_deploy: info.last_deploy.clone(),
         }
+    }
+
+    /// The bundles installed in the slots, as last read (at start, after
+    /// each deployment and rollback): the state database is not opened
+    /// here, so this never competes with a deployment.
+    pub fn installed(&self) -> Vec<SlotRecord> {
+        lock(&self.info).installed.clone()
     }
 
     /// After a start that checked a pending bundle: serve it through the
@@ -353,7 +381,9 @@ impl Deployer {
                 }
             }
         };
+        let installed = slots_of(&store);
         drop(store);
+        lock(&self.info).installed = installed;
         let mut report = outcome;
         report.timings_ms.total = ms(t0.elapsed());
         {
@@ -374,7 +404,11 @@ impl Deployer {
             .ok_or_else(|| Error::NothingInstalled(self.cfg.data_dir.clone()))?;
         let served = Served::load(bundle, &self.cfg).map_err(Error::Rollback)?;
         self.served.store(Arc::new(served));
-        lock(&self.info).health = Health::Good;
+        {
+            let mut info = lock(&self.info);
+            info.health = Health::Good;
+            info.installed = read_installed(&self.cfg.data_dir);
+        }
         self.notify();
         Ok(self.status())
     }

@@ -56,6 +56,9 @@ pub struct EdgePage {
 pub struct EntityView {
     pub id: u32,
     pub name: String,
+    /// The source IRI, for a bundle packed from RDF.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iri: Option<String>,
     pub aliases: Vec<String>,
     /// Edges from this entity: (this, relation, entity).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -137,6 +140,7 @@ pub fn describe(kg: &Kg<'_>, name: &str, page: &Page) -> Result<EntityView, Look
     Ok(EntityView {
         id,
         name: kg.entity_name(id).unwrap_or_default().to_string(),
+        iri: kg.entity_iri(id).map(str::to_string),
         aliases: kg.aliases(id).map(str::to_string).collect(),
         outgoing: (page.direction != Direction::In).then(|| page_of(kg, or, oo, page)),
         incoming: (page.direction != Direction::Out).then(|| page_of(kg, ir, io, page)),

@@ -29,16 +29,23 @@ pub enum Arbitration {
     Fallback { threshold: f32, reason: String },
 }
 
-/// A final answer.
-#[derive(Debug, Clone, Serialize)]
+/// A final answer: the answer schema every interface shares (`id`,
+/// `name`, `score`, `paths`), plus the reranker's probability.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = Answer)]
 pub struct AskAnswer {
+    /// The entity's id in the bundle.
+    #[serde(rename = "id")]
     pub entity: u32,
+    /// The entity's display name.
     pub name: String,
     pub score: f32,
     /// The reranker's P(correct), when it ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rerank_score: Option<f32>,
+    /// Provenance paths: each a list of `[subject, relation, object]` triples.
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<Vec<Vec<String>>>)]
     pub paths: Vec<Vec<[String; 3]>>,
 }
 

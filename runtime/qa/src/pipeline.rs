@@ -162,7 +162,7 @@ pub struct Context<'a, 'k> {
 }
 
 /// Milliseconds per stage.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, utoipa::ToSchema)]
 pub struct StageTimings {
     pub link: f64,
     pub plan: f64,
@@ -174,18 +174,27 @@ pub struct StageTimings {
     pub total: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// An answered question. The nested reports (`topic`, `linked`, `plan`,
+/// `arbitration`, `rerank`, `repair`, `strategies`) are described in
+/// docs/http-api.md; the OpenAPI description leaves them open objects.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct AskResult {
     pub answers: Vec<AskAnswer>,
     /// The DSL query that ran.
     pub query: String,
+    #[schema(value_type = Option<Object>)]
     pub topic: Option<Topic>,
+    #[schema(value_type = Vec<Object>)]
     pub linked: Vec<LinkedEntity>,
+    #[schema(value_type = String)]
     pub planner: PlannerKind,
+    #[schema(value_type = Object)]
     pub plan: PlanInfo,
+    #[schema(value_type = Object)]
     pub arbitration: Arbitration,
     /// What the reranker did, when it ran.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     pub rerank: Option<RerankInfo>,
     /// The reranker's feature rows of the scored candidates (with
     /// [`AskOptions::export_features`]).
@@ -194,6 +203,7 @@ pub struct AskResult {
     /// What query repair did, when it ran; the answers then come from
     /// `repair.repaired` (when one was found), not from `query`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     pub repair: Option<kgbox_query::repair::RepairReport>,
     /// Candidates the executor found (non-zero score), or those the
     /// retrieval strategies gathered when they found the answers.
@@ -201,6 +211,7 @@ pub struct AskResult {
     /// The retrieval strategies tried after a failed or low-confidence LLM
     /// query, in order (empty when the query was enough).
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<Object>)]
     pub strategies: Vec<StrategyReport>,
     pub timings_ms: StageTimings,
 }

@@ -17,7 +17,7 @@ impl Span {
 }
 
 /// How an entity is written.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum EntityRef {
     /// A bare or quoted name, unescaped.
     Name(String),

@@ -17,6 +17,7 @@
 use kgbox_bundle::Kg;
 
 use crate::plan::{Node, Plan};
+use crate::translate::iri::{entity_term, relation_iri, EntityTerm, Namespaces};
 
 /// The target language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -42,6 +43,16 @@ pub struct RenderOptions {
     pub exclude_anchors: bool,
     pub entity_ns: String,
     pub relation_ns: String,
+}
+
+impl RenderOptions {
+    /// The namespaces of terms without a source IRI.
+    pub fn namespaces(&self) -> Namespaces<'_> {
+        Namespaces {
+            entity: &self.entity_ns,
+            relation: &self.relation_ns,
+        }
+    }
 }
 
 impl Default for RenderOptions {
@@ -159,16 +170,19 @@ fn cypher_name(s: &str) -> String {
     format!("`{}`", s.replace('`', "``"))
 }
 
-/// Percent-encodes everything but RFC 3986 unreserved characters.
-fn iri_part(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
+/// A SPARQL string literal.
+fn sparql_str(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c => out.push(c),
         }
     }
+    out.push('"');
     out
 }
 
@@ -181,12 +195,12 @@ impl Renderer<'_, '_> {
         self.kg.relation_name(id).ok_or(RenderError::Dangling)
     }
 
+    /// Entity `id` as a SPARQL term (see [`crate::translate::iri`]).
     fn entity_iri(&self, id: u32) -> Result<String, RenderError> {
-        Ok(format!(
-            "<{}{}>",
-            self.opts.entity_ns,
-            iri_part(self.entity(id)?)
-        ))
+        match entity_term(self.kg, id, self.opts.namespaces()).ok_or(RenderError::Dangling)? {
+            EntityTerm::Iri(iri) => Ok(format!("<{iri}>")),
+            EntityTerm::Literal(value) => Ok(sparql_str(&value)),
+        }
     }
 
     fn fresh(prefix: &str, counter: &mut usize) -> String {
@@ -217,9 +231,9 @@ impl Renderer<'_, '_> {
                 let v = Self::fresh("?v", counter);
                 self.sparql(*input, &v, counter, out)?;
                 let p = format!(
-                    "<{}{}>",
-                    self.opts.relation_ns,
-                    iri_part(self.relation(*relation)?)
+                    "<{}>",
+                    relation_iri(self.kg, *relation, self.opts.namespaces())
+                        .ok_or(RenderError::Dangling)?
                 );
                 if *inverse {
                     out.push_str(&format!("{var} {p} {v} . "));
@@ -324,7 +338,7 @@ mod tests {
     fn literals_and_iris_are_escaped() {
         assert_eq!(cypher_str("O'Hara \\ x"), "'O\\'Hara \\\\ x'");
         assert_eq!(cypher_name("a`b"), "`a``b`");
-        assert_eq!(iri_part("Blade Runner/2"), "Blade%20Runner%2F2");
+        assert_eq!(sparql_str("a \"b\" \\ c"), "\"a \\\"b\\\" \\\\ c\"");
         assert_eq!("sparql".parse::<Language>(), Ok(Language::Sparql));
         assert!("gremlin".parse::<Language>().is_err());
     }

@@ -63,3 +63,39 @@ pub fn u64s(v: &[u64]) -> Vec<u8> {
 pub fn u32s(v: &[u32]) -> Vec<u8> {
     bytemuck::cast_slice(v).to_vec()
 }
+
+/// The three sections of a [`super::iris::IriTable`].
+pub struct EncodedIris {
+    pub offsets: Vec<u8>,
+    pub text: Vec<u8>,
+    pub sorted: Vec<u8>,
+}
+
+/// Encodes source IRIs for a [`super::iris::IriTable`]. `iris[id]` is the
+/// IRI of `id`, `None` (or empty) for none. Two ids with the same IRI are
+/// refused: the index maps an IRI to one id.
+pub fn iri_table<S: AsRef<str>>(iris: &[Option<S>]) -> Result<EncodedIris, crate::BundleError> {
+    let strings: Vec<&str> = iris
+        .iter()
+        .map(|i| i.as_ref().map_or("", AsRef::as_ref))
+        .collect();
+    let (offsets, text) = string_table(&strings);
+    let mut sorted: Vec<u32> = (0..strings.len() as u32)
+        .filter(|&id| !strings[id as usize].is_empty())
+        .collect();
+    sorted.sort_unstable_by_key(|&id| strings[id as usize]);
+    if let Some(w) = sorted
+        .windows(2)
+        .find(|w| strings[w[0] as usize] == strings[w[1] as usize])
+    {
+        return Err(crate::BundleError::Build(format!(
+            "ids {} and {} have the same IRI {}",
+            w[0], w[1], strings[w[0] as usize]
+        )));
+    }
+    Ok(EncodedIris {
+        offsets,
+        text,
+        sorted: u32s(&sorted),
+    })
+}

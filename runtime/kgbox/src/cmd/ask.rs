@@ -85,8 +85,8 @@ pub fn run(cfg: &Config, args: &AskArgs) -> Result<()> {
     };
     let r = s.ask(&args.question, &params)?;
     if args.json {
-        let mut v = serde_json::to_value(&r)?;
-        v["executor"] = serde_json::json!(s.cfg.executor.mode);
+        let v = kgbox::http::ask::result_json(&r, s.cfg.executor.mode)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }

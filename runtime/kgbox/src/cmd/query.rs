@@ -101,7 +101,7 @@ pub fn run(cfg: &Config, args: &QueryArgs) -> Result<()> {
             i + 1,
             a.name,
             a.score,
-            a.id
+            a.entity
         );
         for p in &a.paths {
             let steps: Vec<String> = p

@@ -64,6 +64,9 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// The device's slots, versions and health decisions.
+#[utoipa::path(get, path = "/v1/status", tag = "operations",
+    responses((status = 200, description = "The status", body = Object)))]
 pub async fn status(State(state): State<Arc<AppState>>) -> Json<serde_json::Value> {
     Json(json!(state.deployer.status()))
 }
@@ -108,6 +111,21 @@ pub fn deploy_error(e: DeployError) -> ApiError {
 }
 
 /// Streams the body to `DATA_DIR/incoming/`, then deploys it.
+#[utoipa::path(put, path = "/v1/bundles", tag = "operations",
+    security(("admin_token" = [])),
+    params(("allow_downgrade" = Option<bool>, Query, description = "Install an older version")),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "A signed bundle file"),
+    responses(
+        (status = 200, description = "Installed, health-checked and serving", body = Object),
+        (status = 400, description = "A bad request", body = super::openapi::ErrorBody),
+        (status = 401, description = "No or a wrong bearer token", body = super::openapi::ErrorBody),
+        (status = 403, description = "The admin API is off", body = super::openapi::ErrorBody),
+        (status = 408, description = "The upload ran past its timeout", body = super::openapi::ErrorBody),
+        (status = 409, description = "Another deployment is running", body = super::openapi::ErrorBody),
+        (status = 413, description = "Over the upload limit", body = super::openapi::ErrorBody),
+        (status = 422, description = "The bundle was refused, or failed its health check and was rolled back", body = super::openapi::ErrorBody),
+        (status = 500, description = "The device could not install it", body = super::openapi::ErrorBody),
+    ))]
 pub async fn put_bundle(
     State(state): State<Arc<AppState>>,
     params: Result<Query<PutParams>, axum::extract::rejection::QueryRejection>,
@@ -189,6 +207,16 @@ pub async fn put_bundle(
     Ok((status, Json(json!(report))).into_response())
 }
 
+/// Makes the previous bundle active again.
+#[utoipa::path(post, path = "/v1/bundles/rollback", tag = "operations",
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The device status after the rollback", body = Object),
+        (status = 401, description = "No or a wrong bearer token", body = super::openapi::ErrorBody),
+        (status = 403, description = "The admin API is off", body = super::openapi::ErrorBody),
+        (status = 409, description = "Nothing to roll back to, or a deployment is running", body = super::openapi::ErrorBody),
+        (status = 500, description = "The rollback failed", body = super::openapi::ErrorBody),
+    ))]
 pub async fn rollback(
     State(state): State<Arc<AppState>>,
 ) -> Result<Json<serde_json::Value>, ApiError> {

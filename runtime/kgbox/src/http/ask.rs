@@ -9,8 +9,8 @@ use axum::http::StatusCode;
 use axum::Json;
 use kgbox_qa::llm::LlmError;
 use kgbox_qa::LlmPlanError;
-use kgbox_qa::{AskError, PlannerKind};
-use kgbox_query::QueryError;
+use kgbox_qa::{AskError, AskResult, PlannerKind};
+use kgbox_query::{Executor, QueryError};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -21,14 +21,19 @@ use crate::qa::AskParams;
 /// Longest question accepted, in bytes.
 pub const MAX_QUESTION: usize = 2000;
 
-#[derive(Debug, Deserialize)]
+/// The body of `/v1/ask`; `AskRequest { question, ..Default::default() }`
+/// asks with every setting at its configured default.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskRequest {
+    /// The question, at most 2,000 bytes.
     pub question: String,
     pub top_k: Option<usize>,
     /// learned, llm, local, learned+llm or learned+local (default: `planner.kind`).
+    #[schema(value_type = Option<String>)]
     pub planner: Option<PlannerKind>,
     /// symbolic, neural or hybrid (default: `executor.mode`).
+    #[schema(value_type = Option<super::openapi::ExecutorName>)]
     pub executor: Option<kgbox_query::Executor>,
     pub seppr_k: Option<usize>,
     /// Provenance paths per answer: `true` (the configured number), `false`, or a number.
@@ -87,11 +92,54 @@ fn llm_error(e: &LlmError) -> ApiError {
     ApiError::new(StatusCode::BAD_GATEWAY, code, e.to_string())
 }
 
+/// Answers a question: link, plan, execute, rerank, arbitrate.
+///
+/// Each answer also carries `entity`, the same number as `id`: the name
+/// `/v1/ask` used before the answer schema was shared; it will be removed.
+#[utoipa::path(
+    post,
+    path = "/v1/ask",
+    tag = "answers",
+    request_body = AskRequest,
+    responses(
+        (status = 200, description = "The answers and how they were found", body = kgbox_qa::AskResult),
+        super::openapi::QueryErrors,
+        (status = 500, description = "The encoder or reranker failed", body = super::openapi::ErrorBody),
+        (status = 502, description = "The LLM could not be used", body = super::openapi::ErrorBody),
+    )
+)]
 pub async fn ask(
     State(state): State<Arc<AppState>>,
     body: Result<Json<AskRequest>, JsonRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let Json(req) = body.map_err(bad_body)?;
+    let (result, executor) = answer(&state, req).await?;
+    Ok(Json(result_json(&result, executor)?))
+}
+
+/// The body of a `/v1/ask` reply (and `kgbox ask --json`): the result
+/// with the executor that ran.
+pub fn result_json(result: &AskResult, executor: Executor) -> Result<serde_json::Value, ApiError> {
+    let mut v = serde_json::to_value(result)
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
+    v["executor"] = json!(executor);
+    // The answer's id under the name `/v1/ask` gave it before the answer
+    // schema was shared (deprecated).
+    if let Some(answers) = v["answers"].as_array_mut() {
+        for a in answers {
+            a["entity"] = a["id"].clone();
+        }
+    }
+    Ok(v)
+}
+
+/// Checks `req` and answers it with the served bundle (on a blocking
+/// thread): the question service `/v1/ask` and the OpenAI-compatible
+/// facade share. Also returns the executor that ran.
+pub async fn answer(
+    state: &Arc<AppState>,
+    req: AskRequest,
+) -> Result<(AskResult, Executor), ApiError> {
     let question = req.question.trim().to_string();
     if question.is_empty() {
         return Err(bad_request("question must not be empty"));
@@ -157,8 +205,5 @@ pub async fn ask(
         )
     })?
     .map_err(ask_error)?;
-    let mut v = serde_json::to_value(&result)
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
-    v["executor"] = json!(executor);
-    Ok(Json(v))
+    Ok((result, executor))
 }

@@ -17,8 +17,12 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::timeout::TimeoutLayer;
 
 pub mod admin;
-mod ask;
+pub mod ask;
+mod console;
+mod openai;
+mod openapi;
 pub mod query;
+mod sparql;
 
 pub use query::diagnostic_error;
 
@@ -132,12 +136,11 @@ impl From<LookupError> for ApiError {
 
 pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
     let public = Router::new()
-        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/", get(console::page))
+        .route("/healthz", get(health))
         .route("/readyz", get(readyz))
-        .route(
-            "/v2/health/live",
-            get(|| async { Json(json!({"live": true})) }),
-        )
+        .route("/v2/health/live", get(live_v2))
+        .route("/openapi.json", get(openapi::openapi_json))
         .route("/v2/health/ready", get(v2_ready))
         .route("/metrics", get(metrics))
         .route("/v1/status", get(admin::status))
@@ -147,6 +150,9 @@ pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
         .route("/v1/retrieve", post(query::retrieve_subgraph))
         .route("/v1/link", post(query::link))
         .route("/v1/ask", post(ask::ask))
+        .route("/sparql", get(sparql::get).post(sparql::post))
+        .route("/v1/chat/completions", post(openai::chat_completions))
+        .route("/v1/models", get(openai::models))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             Duration::from_millis(cfg.request_timeout_ms),
@@ -201,6 +207,24 @@ async fn record_metrics(State(state): State<Arc<AppState>>, req: Request, next: 
     resp
 }
 
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/healthz", tag = "operations",
+    responses((status = 200, description = "`ok`", content_type = "text/plain", body = String)))]
+async fn health() -> &'static str {
+    "ok\n"
+}
+
+/// Liveness, KServe v2 form.
+#[utoipa::path(get, path = "/v2/health/live", tag = "operations",
+    responses((status = 200, description = "`{\"live\": true}`", body = Object)))]
+async fn live_v2() -> Json<serde_json::Value> {
+    Json(json!({"live": true}))
+}
+
+/// Readiness: a bundle is loaded and answering.
+#[utoipa::path(get, path = "/readyz", tag = "operations", responses(
+    (status = 200, description = "`ready`", content_type = "text/plain", body = String),
+    (status = 503, description = "`not ready`", content_type = "text/plain", body = String)))]
 async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     if state.ready.load(Ordering::Acquire) {
         (StatusCode::OK, "ready\n").into_response()
@@ -209,6 +233,10 @@ async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     }
 }
 
+/// Readiness, KServe v2 form.
+#[utoipa::path(get, path = "/v2/health/ready", tag = "operations", responses(
+    (status = 200, description = "`{\"ready\": true}`", body = Object),
+    (status = 503, description = "`{\"ready\": false}`", body = Object)))]
 async fn v2_ready(State(state): State<Arc<AppState>>) -> Response {
     let ready = state.ready.load(Ordering::Acquire);
     let status = if ready {
@@ -219,6 +247,9 @@ async fn v2_ready(State(state): State<Arc<AppState>>) -> Response {
     (status, Json(json!({ "ready": ready }))).into_response()
 }
 
+/// Prometheus metrics (text exposition format).
+#[utoipa::path(get, path = "/metrics", tag = "operations",
+    responses((status = 200, description = "Metrics", content_type = "text/plain", body = String)))]
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     let mut out = String::new();
     state.metrics.render(&mut out);
@@ -328,6 +359,9 @@ fn llm_metrics(
     }
 }
 
+/// The served bundle: manifest, source slot, signing key and sections.
+#[utoipa::path(get, path = "/v1/bundle", tag = "graph",
+    responses((status = 200, description = "The bundle", body = Object)))]
 async fn bundle(State(state): State<Arc<AppState>>) -> Json<serde_json::Value> {
     let served = state.served();
     let b = &served.bundle;
@@ -347,6 +381,21 @@ async fn bundle(State(state): State<Arc<AppState>>) -> Json<serde_json::Value> {
     }))
 }
 
+/// An entity (by name, alias or `#id`) and a page of its edges.
+#[utoipa::path(get, path = "/v1/entities/{name}", tag = "graph",
+    params(
+        ("name" = String, Path, description = "A name, an alias or `#id`"),
+        ("offset" = Option<usize>, Query, description = "First edge of the page"),
+        ("limit" = Option<usize>, Query, description = "Edges per page"),
+        ("direction" = Option<String>, Query, description = "both, out or in"),
+    ),
+    responses(
+        (status = 200, description = "The entity and its edges", body = Object),
+        (status = 400, description = "A bad page", body = openapi::ErrorBody),
+        (status = 404, description = "No such entity (with suggestions)", body = openapi::ErrorBody),
+        (status = 409, description = "An ambiguous alias (with candidates)", body = openapi::ErrorBody),
+        (status = 500, description = "The bundle is damaged", body = openapi::ErrorBody),
+    ))]
 async fn entity(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,

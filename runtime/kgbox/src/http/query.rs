@@ -16,11 +16,12 @@ use kgbox_query::{DiagKind, Diagnostic, ExecError, QueryError, RepairSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::openapi::{ExecutorName, RenderLanguage, RepairModeName};
 use super::{ApiError, AppState};
 use crate::config::{ExecutorConfig, QueryConfig};
 use crate::served::Served;
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QueryRequest {
     pub query: String,
@@ -31,10 +32,13 @@ pub struct QueryRequest {
     #[serde(default)]
     pub include_anchors: bool,
     /// symbolic, neural or hybrid (default: the configured `executor.mode`).
+    #[schema(value_type = Option<ExecutorName>)]
     pub executor: Option<kgbox_query::Executor>,
     /// SEPPR subgraph size for the neural executors (default: `executor.seppr_k`).
+    #[schema(minimum = 1)]
     pub seppr_k: Option<usize>,
     /// Also return the query as openCypher or SPARQL (`cypher` | `sparql`).
+    #[schema(value_type = Option<RenderLanguage>)]
     pub render: Option<kgbox_query::render::Language>,
     /// The language of `query`: `dsl` (default), `cypher` (a read-only
     /// path pattern) or `sparql` (a basic graph pattern); see
@@ -45,6 +49,7 @@ pub struct QueryRequest {
     /// more than `max_answers` when `tighten` or `max_answers` is given;
     /// `off` never repairs.
     #[serde(default)]
+    #[schema(value_type = RepairModeName)]
     pub repair: RepairMode,
     /// Tighten a query with more than `max_answers` answers.
     #[serde(default)]
@@ -56,7 +61,7 @@ pub struct QueryRequest {
     pub tighten_with: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum QueryLanguage {
     Dsl,
@@ -64,58 +69,90 @@ pub enum QueryLanguage {
     Sparql,
 }
 
-/// `query` as DSL text: translated when it is openCypher or SPARQL.
-fn dsl_text(req: &QueryRequest) -> Result<Option<String>, ApiError> {
-    use kgbox_query::translate::{from_cypher, from_sparql, TranslateError};
-    let q = match req.language {
-        None | Some(QueryLanguage::Dsl) => return Ok(None),
-        Some(QueryLanguage::Cypher) => from_cypher(&req.query),
-        Some(QueryLanguage::Sparql) => {
-            from_sparql(&req.query, &kgbox_query::render::RenderOptions::default())
-        }
+/// A translation error as an API error: 400 for syntax, 422 for a valid
+/// query outside the supported subset.
+pub fn translate_error(e: kgbox_query::translate::TranslateError) -> ApiError {
+    use kgbox_query::translate::TranslateError;
+    let code = match e {
+        TranslateError::Unsupported { .. } => "unsupported_construct",
+        TranslateError::Syntax(..) => "syntax_error",
+        TranslateError::Shape(_) => "unsupported_shape",
     };
-    q.map(|q| Some(q.to_string())).map_err(|e| {
-        let code = match e {
-            TranslateError::Unsupported { .. } => "unsupported_construct",
-            TranslateError::Syntax(..) => "syntax_error",
-            TranslateError::Shape(_) => "unsupported_shape",
-        };
-        let status = if code == "syntax_error" {
-            StatusCode::BAD_REQUEST
-        } else {
-            StatusCode::UNPROCESSABLE_ENTITY
-        };
-        ApiError::new(status, code, e.to_string())
-    })
+    let status = if code == "syntax_error" {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::UNPROCESSABLE_ENTITY
+    };
+    ApiError::new(status, code, e.to_string())
 }
 
-#[derive(Debug, Deserialize)]
+/// `query` as DSL text when it is openCypher or SPARQL: `Some(None)` when
+/// the SPARQL names something the bundle lacks, so nothing can match.
+/// SPARQL's own semantics keep anchors (`include_anchors` is set).
+fn dsl_text(
+    kg: &Kg<'_>,
+    req: &mut QueryRequest,
+    max_len: usize,
+) -> Result<Option<Option<String>>, ApiError> {
+    use kgbox_query::translate::{from_cypher, from_sparql, Form};
+    if !matches!(req.language, None | Some(QueryLanguage::Dsl)) && req.query.len() > max_len {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "query_too_large",
+            format!("the query is longer than {max_len} bytes (query.max_query_bytes)"),
+        ));
+    }
+    match req.language {
+        None | Some(QueryLanguage::Dsl) => Ok(None),
+        Some(QueryLanguage::Cypher) => from_cypher(&req.query)
+            .map(|q| Some(Some(q.to_string())))
+            .map_err(translate_error),
+        Some(QueryLanguage::Sparql) => {
+            let opts = kgbox_query::render::RenderOptions::default();
+            let sq = from_sparql(kg, &req.query, &opts).map_err(translate_error)?;
+            let plain = matches!(&sq.form, Form::Select { name: None, .. })
+                && sq.name_tests.is_empty()
+                && sq.order.is_none()
+                && sq.offset == 0
+                && sq.limit.is_none();
+            if !plain {
+                return Err(ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "unsupported_construct",
+                    "ASK, LIMIT, OFFSET, ORDER BY and names (rdfs:label) are answered by the SPARQL endpoint, POST /sparql; /v1/query takes a SELECT of one variable",
+                ));
+            }
+            req.include_anchors = true;
+            Ok(Some(sq.query.map(|q| q.to_string())))
+        }
+    }
+}
+
+/// `true` (the configured number of paths per answer), `false`, or a number.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum PathsParam {
     On(bool),
     Count(usize),
 }
 
-#[derive(Debug, Serialize)]
-pub struct WireAnswer {
-    pub id: u32,
-    pub name: String,
-    pub score: f32,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub paths: Vec<Vec<[String; 3]>>,
-}
+/// The answer schema every interface shares.
+pub use kgbox_qa::arbitrate::AskAnswer as WireAnswer;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct QueryResponse {
     pub answers: Vec<WireAnswer>,
     /// Entities with a non-zero score (answers holds the top_k of them).
     pub total: usize,
     pub edge_visits: u64,
     /// The executor that ran.
+    #[schema(value_type = ExecutorName)]
     pub executor: kgbox_query::Executor,
     pub timings_ms: QueryTimings,
-    /// The query in the language the request asked for (`render`).
+    /// The query in the language the request asked for (`render`):
+    /// `{"language", "text"}`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     pub rendered: Option<serde_json::Value>,
     /// The DSL an openCypher or SPARQL query was translated to.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -123,11 +160,12 @@ pub struct QueryResponse {
     /// What query repair did, when it ran; the answers are then those of
     /// `repair.repaired` (when a repaired query was found).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     pub repair: Option<RepairReport>,
 }
 
 /// Milliseconds per stage of a query; `repair` is null when repair did not run.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct QueryTimings {
     pub parse: f64,
     pub bind: f64,
@@ -186,7 +224,7 @@ pub fn exec_error(e: &ExecError) -> ApiError {
     }
 }
 
-fn kg_of(served: &Served) -> Result<Kg<'_>, ApiError> {
+pub(super) fn kg_of(served: &Served) -> Result<Kg<'_>, ApiError> {
     served.bundle.kg().map_err(|e| {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -200,6 +238,10 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// Runs a DSL, openCypher or SPARQL query.
+#[utoipa::path(post, path = "/v1/query", tag = "answers", request_body = QueryRequest,
+    responses((status = 200, description = "The answers", body = QueryResponse),
+        super::openapi::QueryErrors))]
 pub async fn query(
     State(state): State<Arc<AppState>>,
     body: Result<Json<QueryRequest>, JsonRejection>,
@@ -248,11 +290,33 @@ pub fn answer(
     mut req: QueryRequest,
     deadline: Option<Instant>,
 ) -> Result<QueryResponse, ApiError> {
-    let translated = dsl_text(&req)?;
-    if let Some(t) = &translated {
-        req.query = t.clone();
-    }
     let (cfg, exec, kg) = (target.query, target.executor, target.kg);
+    let translated = match dsl_text(kg, &mut req, cfg.max_query_bytes)? {
+        None => None,
+        Some(Some(t)) => {
+            req.query = t.clone();
+            Some(t)
+        }
+        // Nothing can match: no query to run.
+        Some(None) => {
+            return Ok(QueryResponse {
+                answers: Vec::new(),
+                total: 0,
+                edge_visits: 0,
+                executor: req.executor.unwrap_or(target.executor.mode),
+                timings_ms: QueryTimings {
+                    parse: 0.0,
+                    bind: 0.0,
+                    execute: 0.0,
+                    repair: None,
+                    total: 0.0,
+                },
+                rendered: None,
+                translated: None,
+                repair: None,
+            })
+        }
+    };
     let executor = req.executor.unwrap_or(exec.mode);
     let seppr_k = req.seppr_k.unwrap_or(exec.seppr_k);
     if seppr_k == 0 || seppr_k > exec.max_seppr_k {
@@ -316,9 +380,10 @@ pub fn answer(
         .answers
         .iter()
         .map(|a| WireAnswer {
-            id: a.entity,
+            entity: a.entity,
             name: names::entity(kg, a.entity),
             score: a.score,
+            rerank_score: None,
             paths: a.paths.iter().map(|p| names::path(kg, p)).collect(),
         })
         .collect();
@@ -398,7 +463,7 @@ fn resolve_names(kg: &Kg<'_>, names: &[String]) -> Result<Vec<u32>, ApiError> {
         .collect()
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LinkRequest {
     pub text: String,
@@ -413,6 +478,10 @@ pub struct LinkRequest {
 /// Longest text `/v1/link` accepts, bytes.
 pub const MAX_LINK_TEXT: usize = 8 * 1024;
 
+/// Finds entity mentions in a text.
+#[utoipa::path(post, path = "/v1/link", tag = "answers", request_body = LinkRequest,
+    responses((status = 200, description = "The mentions and their candidates", body = Object),
+        super::openapi::QueryErrors))]
 pub async fn link(
     State(state): State<Arc<AppState>>,
     body: Result<Json<LinkRequest>, JsonRejection>,
@@ -460,7 +529,7 @@ pub async fn link(
     })))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetrieveRequest {
     /// Entity names, or `#id`.
@@ -482,6 +551,10 @@ fn two_hundred() -> usize {
 /// Most triples one retrieval may return.
 pub const MAX_RETRIEVE_TRIPLES: usize = 10_000;
 
+/// The subgraph around some entities.
+#[utoipa::path(post, path = "/v1/retrieve", tag = "answers", request_body = RetrieveRequest,
+    responses((status = 200, description = "The triples", body = Object),
+        super::openapi::QueryErrors))]
 pub async fn retrieve_subgraph(
     State(state): State<Arc<AppState>>,
     body: Result<Json<RetrieveRequest>, JsonRejection>,

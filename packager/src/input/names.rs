@@ -1,0 +1,371 @@
+//! Names for what was read from RDF. While reading, entities are interned by
+//! a key that keeps IRIs, blank nodes and literal values apart; here each
+//! gets its display name, and relations theirs, so that the result depends
+//! only on the graph: not on the input order, the syntax, the blank-node
+//! labels or the file name.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use super::{InputError, RawKg};
+
+/// A label literal of an entity, as read.
+pub(super) struct Label {
+    pub entity: u32,
+    /// Preference as a display name (0 best); `None`: an alias only.
+    pub rank: Option<u8>,
+    pub value: String,
+    pub lang: String,
+}
+
+pub(super) fn key_iri(iri: &str) -> String {
+    format!("<{iri}")
+}
+
+pub(super) fn key_blank(label: &str) -> String {
+    format!("_:{label}")
+}
+
+pub(super) fn key_literal(value: &str) -> String {
+    format!("\"{value}")
+}
+
+enum Kind<'a> {
+    Iri(&'a str),
+    Blank,
+    Literal(&'a str),
+}
+
+fn kind(key: &str) -> Kind<'_> {
+    if let Some(iri) = key.strip_prefix('<') {
+        Kind::Iri(iri)
+    } else if let Some(value) = key.strip_prefix('"') {
+        Kind::Literal(value)
+    } else {
+        Kind::Blank
+    }
+}
+
+/// English or no language first, then other English variants, then the rest.
+fn lang_rank(lang: &str) -> u8 {
+    let lang = lang.to_ascii_lowercase();
+    if lang.is_empty() || lang == "en" {
+        0
+    } else if lang.starts_with("en-") {
+        1
+    } else {
+        2
+    }
+}
+
+/// The part of an IRI after its last `/` or `#` (trailing ones ignored), or
+/// after its last `:` when it has neither (`urn:isbn:…`).
+fn local_part(iri: &str) -> &str {
+    let trimmed = iri.trim_end_matches(['/', '#']);
+    match trimmed.rfind(['/', '#']) {
+        Some(i) => &trimmed[i + 1..],
+        None => trimmed.rsplit(':').next().unwrap_or(trimmed),
+    }
+}
+
+/// `%XX` escapes decoded, when the result is UTF-8.
+fn percent_decode(s: &str) -> Option<String> {
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .ok()
+        .map(|c| c.into_owned())
+}
+
+/// A readable name from an IRI's local part: `…/Blade_Runner` → `Blade
+/// Runner`, `…/Am%C3%A9lie` → `Amélie`; the whole IRI when that is empty.
+fn readable(iri: &str) -> String {
+    let local = local_part(iri);
+    let decoded = percent_decode(local).unwrap_or_else(|| local.to_string());
+    let name = decoded
+        .replace('_', " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if name.is_empty() {
+        iri.to_string()
+    } else {
+        name
+    }
+}
+
+fn hash(parts: &[&[u8]]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p);
+    }
+    h.finalize().into()
+}
+
+/// An edge of a blank node: direction (0 out, 1 in), the relation's hash,
+/// and the other end: a blank node's position, or the hash of anything else.
+type BlankEdge = (u8, [u8; 32], Result<usize, [u8; 32]>);
+
+/// Rounds of refinement at most; past them, blank nodes still alike are
+/// numbered in input order.
+const MAX_REFINE: usize = 64;
+
+/// Names for the blank nodes among `ids` that do not depend on their labels
+/// in the file: `_:` and 16 hex digits of a hash of the node's labels and
+/// edges, refined over its neighbours' hashes until the partition is stable
+/// (colour refinement). Nodes that stay alike are numbered (`-2`, `-3`, …).
+fn blank_names(kg: &RawKg, ids: &[u32], labels: &[Label]) -> HashMap<u32, String> {
+    let pos: HashMap<u32, usize> = ids.iter().enumerate().map(|(i, &e)| (e, i)).collect();
+    if pos.is_empty() {
+        return HashMap::new();
+    }
+    let mut own: Vec<Vec<String>> = vec![Vec::new(); ids.len()];
+    for l in labels {
+        if let Some(&p) = pos.get(&l.entity) {
+            own[p].push(format!("{:?}\0{}\0{}", l.rank, l.value, l.lang));
+        }
+    }
+    let mut color: Vec<[u8; 32]> = own
+        .iter_mut()
+        .map(|ls| {
+            ls.sort_unstable();
+            hash(&[b"blank", ls.join("\n").as_bytes()])
+        })
+        .collect();
+    let fixed = |e: u32| hash(&[kg.entities.names[e as usize].as_bytes()]);
+    let relation = |r: u32| hash(&[kg.relations.names[r as usize].as_bytes()]);
+    // Edges of each blank node.
+    let mut edges: Vec<Vec<BlankEdge>> = vec![Vec::new(); ids.len()];
+    for &[h, r, t] in &kg.triples {
+        let end = |e: u32| pos.get(&e).copied().ok_or_else(|| fixed(e));
+        if let Some(&p) = pos.get(&h) {
+            edges[p].push((0, relation(r), end(t)));
+        }
+        if let Some(&p) = pos.get(&t) {
+            edges[p].push((1, relation(r), end(h)));
+        }
+    }
+    let classes = |c: &[[u8; 32]]| c.iter().collect::<HashSet<_>>().len();
+    let mut count = classes(&color);
+    for _ in 0..MAX_REFINE {
+        let next: Vec<[u8; 32]> = (0..ids.len())
+            .map(|p| {
+                let mut items: Vec<[u8; 65]> = edges[p]
+                    .iter()
+                    .map(|(dir, rel, other)| {
+                        let other = match other {
+                            Ok(q) => color[*q],
+                            Err(c) => *c,
+                        };
+                        let mut item = [0u8; 65];
+                        item[0] = *dir;
+                        item[1..33].copy_from_slice(rel);
+                        item[33..].copy_from_slice(&other);
+                        item
+                    })
+                    .collect();
+                items.sort_unstable();
+                let flat: Vec<u8> = items.concat();
+                hash(&[&color[p], &flat])
+            })
+            .collect();
+        color = next;
+        let now = classes(&color);
+        if now <= count {
+            break;
+        }
+        count = now;
+    }
+    let mut order: Vec<usize> = (0..ids.len()).collect();
+    order.sort_by_key(|&p| (color[p], p));
+    let mut names = HashMap::new();
+    let mut previous: Option<([u8; 32], usize)> = None;
+    for p in order {
+        let hex = hex::encode(&color[p][..8]);
+        let n = match previous {
+            Some((c, n)) if c == color[p] => n + 1,
+            _ => 1,
+        };
+        previous = Some((color[p], n));
+        let name = if n == 1 {
+            format!("_:{hex}")
+        } else {
+            format!("_:{hex}-{n}")
+        };
+        names.insert(ids[p], name);
+    }
+    names
+}
+
+/// Rounds of renaming entities whose names clash before giving up.
+const MAX_CLASH_ROUNDS: usize = 8;
+
+/// Gives the entities interned from `first` on their display names, records
+/// their IRIs and turns their labels into aliases.
+///
+/// An entity with an IRI is named by its best label (`rank`, then English or
+/// no language, then the smallest value), else by [`readable`]; a blank node
+/// by its best label, else by its [`blank_names`] name; a literal by its
+/// value. Names that clash get a qualifier in parentheses (the IRI's local
+/// part, then the whole IRI; the blank node's name), every label stays an
+/// alias, and literal values keep their plain names.
+pub(super) fn name_entities(
+    path: &Path,
+    kg: &mut RawKg,
+    first: usize,
+    labels: &[Label],
+) -> Result<(), InputError> {
+    let keys: Vec<String> = kg.entities.names[first..].to_vec();
+    let mut best: HashMap<u32, (u8, u8, &str, &str)> = HashMap::new();
+    for l in labels {
+        let (Some(rank), value) = (l.rank, l.value.trim()) else {
+            continue;
+        };
+        if value.is_empty() {
+            continue;
+        }
+        let cand = (rank, lang_rank(&l.lang), value, l.lang.as_str());
+        best.entry(l.entity)
+            .and_modify(|b| *b = (*b).min(cand))
+            .or_insert(cand);
+    }
+    let blank_ids: Vec<u32> = keys
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| matches!(kind(k), Kind::Blank))
+        .map(|(i, _)| (first + i) as u32)
+        .collect();
+    let blanks = blank_names(kg, &blank_ids, labels);
+
+    // Base names and the qualifiers that tell clashing names apart.
+    let mut base = Vec::with_capacity(keys.len());
+    let mut quals: Vec<Vec<String>> = Vec::with_capacity(keys.len());
+    for (i, key) in keys.iter().enumerate() {
+        let id = (first + i) as u32;
+        let label = best.get(&id).map(|b| b.2.to_string());
+        match kind(key) {
+            Kind::Iri(iri) => {
+                kg.entity_iris.insert(id, iri.to_string());
+                let local = local_part(iri);
+                let q = match &label {
+                    Some(_) if !local.is_empty() => vec![local.to_string(), iri.to_string()],
+                    _ => vec![iri.to_string()],
+                };
+                base.push(label.unwrap_or_else(|| readable(iri)));
+                quals.push(q);
+            }
+            Kind::Blank => {
+                let name = blanks.get(&id).cloned().unwrap_or_else(|| key.clone());
+                base.push(label.unwrap_or_else(|| name.clone()));
+                quals.push(vec![name]);
+            }
+            Kind::Literal(value) => {
+                base.push(value.to_string());
+                quals.push(Vec::new());
+            }
+        }
+    }
+    let mut names = base.clone();
+    for round in 0.. {
+        let mut count: HashMap<&str, usize> = HashMap::new();
+        for n in kg.entities.names[..first].iter().chain(&names) {
+            *count.entry(n.as_str()).or_default() += 1;
+        }
+        let clashing: Vec<usize> = (0..names.len())
+            .filter(|&i| count.get(names[i].as_str()).copied().unwrap_or(0) > 1)
+            .collect();
+        if clashing.is_empty() {
+            break;
+        }
+        let stuck = clashing.iter().all(|&i| quals[i].is_empty());
+        if round >= MAX_CLASH_ROUNDS || stuck {
+            let shown: Vec<&str> = clashing.iter().take(3).map(|&i| keys[i].as_str()).collect();
+            return Err(InputError::Rdf {
+                file: path.to_path_buf(),
+                problem: format!(
+                    "cannot give these entities distinct names: {}",
+                    shown.join(", ")
+                ),
+            });
+        }
+        for i in clashing {
+            if let Some(q) = quals[i].get(round).or(quals[i].last()) {
+                names[i] = if round < quals[i].len() {
+                    format!("{} ({q})", base[i])
+                } else {
+                    format!("{} ({q}) #{round}", base[i])
+                };
+            }
+        }
+    }
+    for l in labels {
+        let value = l.value.trim();
+        if !value.is_empty() {
+            kg.aliases.push((l.entity, value.to_string()));
+        }
+    }
+    kg.entities.rename(|i, old| match i.checked_sub(first) {
+        Some(k) => names[k].clone(),
+        None => old.to_string(),
+    });
+    Ok(())
+}
+
+/// The local name of a predicate IRI (after the last `#` or `/`).
+fn local_name(iri: &str) -> &str {
+    iri.rsplit(['#', '/']).next().unwrap_or(iri)
+}
+
+/// Names the relations interned (by predicate IRI) from `first` on: the
+/// IRI's local name, or the full IRI when several predicates share a local
+/// name (whatever the input order) or the local name is another predicate's
+/// IRI. The IRI is kept as the relation's source IRI and its description.
+pub(super) fn name_relations(kg: &mut RawKg, first: usize) {
+    let iris = kg.relations.names[first..].to_vec();
+    let mut locals: HashMap<&str, usize> = HashMap::new();
+    for iri in &iris {
+        *locals.entry(local_name(iri)).or_default() += 1;
+    }
+    let all: HashSet<&str> = iris.iter().map(String::as_str).collect();
+    kg.relations.rename(|i, name| {
+        let local = local_name(name);
+        // A short name must be unique and must not be another predicate's IRI.
+        if i < first || local.is_empty() || locals.get(local) != Some(&1) || all.contains(local) {
+            name.to_string()
+        } else {
+            local.to_string()
+        }
+    });
+    for (k, iri) in iris.into_iter().enumerate() {
+        let id = (first + k) as u32;
+        kg.relation_descriptions
+            .entry(id)
+            .or_insert_with(|| iri.clone());
+        kg.relation_iris.insert(id, iri);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readable_names_come_from_the_local_part() {
+        assert_eq!(readable("http://ex.org/movie/Blade_Runner"), "Blade Runner");
+        assert_eq!(readable("http://ex.org/o#Am%C3%A9lie"), "Amélie");
+        assert_eq!(readable("http://ex.org/thing/"), "thing");
+        assert_eq!(readable("urn:isbn:0451450523"), "0451450523");
+        assert_eq!(readable("http://ex.org/bad%FF"), "bad%FF");
+        assert_eq!(readable("http://ex.org/__"), "http://ex.org/__");
+        assert_eq!(readable("http://www.wikidata.org/entity/Q42"), "Q42");
+    }
+
+    #[test]
+    fn english_and_language_less_labels_come_first() {
+        assert!(lang_rank("") == 0 && lang_rank("EN") == 0);
+        assert_eq!(lang_rank("en-GB"), 1);
+        assert_eq!(lang_rank("de"), 2);
+    }
+}

@@ -1,0 +1,318 @@
+//! `/sparql`: the SPARQL 1.1 Protocol over the served bundle.
+//!
+//! `GET /sparql?query=...`, `POST` with a `query=` form or an
+//! `application/sparql-query` body. The query is parsed by `spargebra`
+//! and translated to the DSL ([`kgbox_query::translate::from_sparql`]),
+//! run by the symbolic executor with SPARQL's semantics (anchors are
+//! answers like any other entity), and the rows are written by
+//! `sparesults` as SPARQL JSON (the default), XML, CSV or TSV, chosen by
+//! the `Accept` header or a `format` parameter. A query outside the
+//! supported subset is a 400 naming the construct (docs/sparql.md).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use kgbox_bundle::Kg;
+use kgbox_query::render::RenderOptions;
+use kgbox_query::translate::iri::{entity_term, EntityTerm};
+use kgbox_query::translate::{from_sparql, Form, SparqlQuery};
+use oxrdf::{Literal, NamedNode, Term, Variable};
+use sparesults::{QueryResultsFormat, QueryResultsSerializer};
+
+use super::query::kg_of;
+use super::{ApiError, AppState};
+
+/// The protocol's parameters, from the URL or a form body.
+#[derive(Default)]
+struct Params {
+    query: Option<String>,
+    format: Option<String>,
+}
+
+fn bad(code: &'static str, message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, code, message)
+}
+
+impl Params {
+    fn read(&mut self, encoded: &[u8]) -> Result<(), ApiError> {
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(encoded).map_err(|e| {
+            bad(
+                "bad_request",
+                format!("the parameters are not URL-encoded: {e}"),
+            )
+        })?;
+        for (k, v) in pairs {
+            match k.as_str() {
+                "query" if self.query.is_some() => {
+                    return Err(bad("bad_request", "give one query parameter"))
+                }
+                "query" => self.query = Some(v),
+                // Results formats as some clients name them.
+                "format" | "output" | "results" => self.format = Some(v),
+                "default-graph-uri" | "named-graph-uri" if !v.is_empty() => {
+                    return Err(bad(
+                        "unsupported_sparql",
+                        format!("{k}: the bundle is one default graph; leave it out"),
+                    ))
+                }
+                "update" => {
+                    return Err(bad(
+                        "unsupported_sparql",
+                        "SPARQL Update: the bundle is read-only",
+                    ))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// SPARQL 1.1 Protocol query by GET (docs/sparql.md).
+#[utoipa::path(get, path = "/sparql", tag = "answers",
+    params(
+        ("query" = String, Query, description = "The SPARQL query"),
+        ("format" = Option<String>, Query, description = "json, xml, csv or tsv (else by Accept)"),
+    ),
+    responses(
+        (status = 200, description = "Rows (SELECT) or a boolean (ASK) as SPARQL JSON, XML, CSV or TSV", content(
+            (Object = "application/sparql-results+json"),
+            (String = "application/sparql-results+xml"),
+            (String = "text/csv"),
+            (String = "text/tab-separated-values"))),
+        super::openapi::SparqlErrors))]
+pub async fn get(
+    State(state): State<Arc<AppState>>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let mut params = Params::default();
+    params.read(raw.unwrap_or_default().as_bytes())?;
+    respond(&state, params, &headers)
+}
+
+/// SPARQL 1.1 Protocol query by POST: a `query=` form or an
+/// `application/sparql-query` body (docs/sparql.md).
+#[utoipa::path(post, path = "/sparql", tag = "answers",
+    request_body(content(
+        (String = "application/sparql-query"),
+        (Object = "application/x-www-form-urlencoded"))),
+    responses(
+        (status = 200, description = "Rows (SELECT) or a boolean (ASK) as SPARQL JSON, XML, CSV or TSV", content(
+            (Object = "application/sparql-results+json"),
+            (String = "application/sparql-results+xml"),
+            (String = "text/csv"),
+            (String = "text/tab-separated-values"))),
+        super::openapi::SparqlErrors))]
+pub async fn post(
+    State(state): State<Arc<AppState>>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let mut params = Params::default();
+    params.read(raw.unwrap_or_default().as_bytes())?;
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match content_type.as_str() {
+        "application/sparql-query" => {
+            if params.query.is_some() {
+                return Err(bad("bad_request", "the query is in the body; leave out the query parameter"));
+            }
+            let text = String::from_utf8(body.to_vec())
+                .map_err(|_| bad("bad_request", "the query is not UTF-8"))?;
+            params.query = Some(text);
+        }
+        "application/x-www-form-urlencoded" => params.read(&body)?,
+        other => {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                format!(
+                    "POST /sparql takes application/sparql-query or application/x-www-form-urlencoded, not {:?}",
+                    other
+                ),
+            ))
+        }
+    }
+    respond(&state, params, &headers)
+}
+
+/// The results format: the `format` parameter, else the first acceptable
+/// media type of `Accept` (by quality), else SPARQL JSON.
+fn results_format(params: &Params, headers: &HeaderMap) -> QueryResultsFormat {
+    if let Some(f) = &params.format {
+        let named = match f.to_ascii_lowercase().as_str() {
+            "json" | "srj" => Some(QueryResultsFormat::Json),
+            "xml" | "srx" => Some(QueryResultsFormat::Xml),
+            "csv" => Some(QueryResultsFormat::Csv),
+            "tsv" => Some(QueryResultsFormat::Tsv),
+            other => QueryResultsFormat::from_media_type(other),
+        };
+        if let Some(f) = named {
+            return f;
+        }
+    }
+    let accept = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .collect::<Vec<_>>();
+    let mut ranked: Vec<(f32, usize, QueryResultsFormat)> = accept
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| {
+            let mut parts = item.split(';');
+            let media = parts.next()?.trim();
+            let q = parts
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .find_map(|q| q.parse::<f32>().ok())
+                .unwrap_or(1.0);
+            let format = QueryResultsFormat::from_media_type(media)?;
+            (q > 0.0).then_some((q, i, format))
+        })
+        .collect();
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    ranked.first().map_or(QueryResultsFormat::Json, |r| r.2)
+}
+
+fn respond(state: &AppState, params: Params, headers: &HeaderMap) -> Result<Response, ApiError> {
+    let text = params.query.as_deref().ok_or_else(|| {
+        bad(
+            "bad_request",
+            "no query: give query=... (GET or a form) or an application/sparql-query body",
+        )
+    })?;
+    let max = state.query.max_query_bytes;
+    if text.len() > max {
+        return Err(bad(
+            "query_too_large",
+            format!("the query is longer than {max} bytes (query.max_query_bytes)"),
+        ));
+    }
+    let format = results_format(&params, headers);
+    let served = state.served();
+    let kg = kg_of(&served)?;
+    let opts = RenderOptions::default();
+    let sq = from_sparql(&kg, text, &opts).map_err(|e| {
+        let code = match e {
+            kgbox_query::translate::TranslateError::Syntax(..) => "sparql_syntax",
+            _ => "unsupported_sparql",
+        };
+        bad(code, e.to_string())
+    })?;
+    let ids = answers(state, &kg, &sq)?;
+    let body = match &sq.form {
+        Form::Ask => QueryResultsSerializer::from_format(format)
+            .serialize_boolean_to_writer(Vec::new(), !ids.is_empty()),
+        Form::Select {
+            answer,
+            name,
+            columns,
+        } => rows(&kg, &opts, format, &ids, answer, name.as_deref(), columns),
+    }
+    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            format!("{}; charset=utf-8", format.media_type()),
+        )],
+        body,
+    )
+        .into_response())
+}
+
+/// The answer entities in order, after the name tests, `ORDER BY`,
+/// `OFFSET` and `LIMIT`.
+fn answers(state: &AppState, kg: &Kg<'_>, sq: &SparqlQuery) -> Result<Vec<u32>, ApiError> {
+    let Some(q) = &sq.query else {
+        return Ok(Vec::new());
+    };
+    let mut exec = state.query.exec_options();
+    exec.top_k = kg.entity_count().max(1);
+    exec.max_paths = 0;
+    exec.exclude_anchors = false;
+    exec.deadline = Some(Instant::now() + state.request_timeout);
+    exec.executor = kgbox_query::Executor::Symbolic;
+    let (found, _) = kgbox_query::run_query(kg, &q.to_string(), &state.query.parse_limits(), &exec)
+        .map_err(|e| super::query::query_error(&e))?;
+    let name = |id: u32| kg.entity_name(id).unwrap_or("");
+    let mut ids: Vec<u32> = found
+        .answers
+        .iter()
+        .map(|a| a.entity)
+        .filter(|&id| sq.name_tests.iter().all(|t| t.matches(name(id))))
+        .collect();
+    // Ids are in name order; ORDER BY the term sorts by IRI.
+    ids.sort_unstable();
+    if let Some(order) = sq.order {
+        if !order.by_name {
+            let opts = RenderOptions::default();
+            ids.sort_by_cached_key(|&id| match entity_term(kg, id, opts.namespaces()) {
+                Some(EntityTerm::Iri(i)) | Some(EntityTerm::Literal(i)) => i,
+                None => String::new(),
+            });
+        }
+        if order.descending {
+            ids.reverse();
+        }
+    }
+    Ok(ids
+        .into_iter()
+        .skip(sq.offset)
+        .take(sq.limit.unwrap_or(usize::MAX))
+        .collect())
+}
+
+fn rows(
+    kg: &Kg<'_>,
+    opts: &RenderOptions,
+    format: QueryResultsFormat,
+    ids: &[u32],
+    answer: &str,
+    name: Option<&str>,
+    columns: &[String],
+) -> std::io::Result<Vec<u8>> {
+    let variable = |v: &str| {
+        Variable::new(v).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
+    };
+    let vars = columns
+        .iter()
+        .map(|c| variable(c))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    let answer_var = variable(answer)?;
+    let name_var = name.map(variable).transpose()?;
+    let mut out = QueryResultsSerializer::from_format(format)
+        .serialize_solutions_to_writer(Vec::new(), vars)?;
+    for &id in ids {
+        let term: Term = match entity_term(kg, id, opts.namespaces()) {
+            Some(EntityTerm::Iri(iri)) => match NamedNode::new(iri.clone()) {
+                Ok(n) => n.into(),
+                Err(_) => Literal::new_simple_literal(iri).into(),
+            },
+            Some(EntityTerm::Literal(v)) => Literal::new_simple_literal(v).into(),
+            None => continue,
+        };
+        let mut row = vec![(answer_var.as_ref(), term.clone())];
+        let label: Option<Term> = name_var
+            .as_ref()
+            .map(|_| Literal::new_simple_literal(kg.entity_name(id).unwrap_or("")).into());
+        if let (Some(v), Some(l)) = (&name_var, &label) {
+            row.push((v.as_ref(), l.clone()));
+        }
+        out.serialize(row.iter().map(|(v, t)| (*v, t.as_ref())))?;
+    }
+    out.finish()
+}

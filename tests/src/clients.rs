@@ -1,0 +1,99 @@
+//! The Python clients of `tests/clients/`, run against a live server.
+//!
+//! A missing python3 or client package fails the test with a pointer to
+//! scripts/setup.sh: these tests never skip.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::repo_root;
+
+/// What a client run printed and how it ended.
+pub struct ClientRun {
+    /// The exit code; `None` when it was killed at the time limit.
+    pub code: Option<i32>,
+    /// stdout and stderr, interleaved.
+    pub output: String,
+}
+
+/// Fails unless python3 can import every module of `modules`.
+pub fn require_python_modules(modules: &[&str]) {
+    let probe = Command::new("python3")
+        .arg("-c")
+        .arg(format!("import {}", modules.join(", ")))
+        .output();
+    match probe {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => panic!(
+            "python3 lacks {modules:?} (run scripts/setup.sh): {}",
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => panic!("python3 cannot be run ({e}): run scripts/setup.sh"),
+    }
+}
+
+/// Runs `python3 tests/clients/SCRIPT ARGS...` with loopback-only proxy
+/// settings, killing it after `limit`.
+pub fn run_python_client(
+    script: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    limit: Duration,
+) -> ClientRun {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out_path = dir.path().join("client.out");
+    let out = std::fs::File::create(&out_path).expect("the output file");
+    let err = out.try_clone().expect("the output file");
+    let mut cmd = Command::new("python3");
+    cmd.arg(repo_root().join("tests/clients").join(script))
+        .args(args)
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("no_proxy", "127.0.0.1,localhost");
+    for var in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ] {
+        cmd.env_remove(var);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("python3 {script} cannot be started ({e}): run scripts/setup.sh")
+        });
+    let deadline = Instant::now() + limit;
+    let code = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status.code(),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let output = std::fs::read_to_string(&out_path).unwrap_or_default();
+    ClientRun { code, output }
+}
+
+/// Runs a client and fails the test unless it exits 0.
+pub fn client_passes(script: &str, args: &[&str], env: &[(&str, &str)], limit: Duration) -> String {
+    let run = run_python_client(script, args, env, limit);
+    assert_eq!(
+        run.code,
+        Some(0),
+        "python3 tests/clients/{script} {args:?} failed (None: killed after {limit:?}):\n{}",
+        run.output
+    );
+    run.output
+}
