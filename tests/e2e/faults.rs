@@ -391,3 +391,94 @@ fn unusable_data_dirs_and_configs_are_named() {
         stderr(&o)
     );
 }
+
+/// A bundle signed by a trusted key whose sections are structurally bad
+/// once decompressed (entity-name offsets that do not match the names):
+/// `verify` refuses it as `install` does, and `PUT /v1/bundles` answers 4xx.
+#[test]
+fn structurally_bad_sections_are_refused_by_verify_install_and_put() {
+    const TOKEN: &str = "structural-token";
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let keys = Keys::new(dir, "operator", 7);
+    let tsv = small_tsv(dir);
+    let v1 = dir.join("v1.kgb");
+    let v2 = dir.join("v2.kgb");
+    pack(&tsv, "films", "1.0.0", &keys, &v1, &[]);
+    pack(&tsv, "films", "2.0.0", &keys, &v2, &[]);
+    let lie = rebuild(
+        &read(&v2),
+        &keys,
+        |name, raw| {
+            (name == kgbox_bundle::sections::ENTITY_NAMES).then(|| {
+                let mut longer = raw.to_vec();
+                longer.extend_from_slice(&[b'x'; 4096]);
+                StoredSection::compress(name, true, &longer, 3).unwrap()
+            })
+        },
+        Vec::new(),
+    );
+    let lie = write(dir, "lie.kgb", &lie);
+    let device = Device::new(&[&keys.public], "");
+    device.install_ok(&v1);
+
+    let o = device.kgbox(&["verify", lie.to_str().unwrap()]);
+    assert!(!o.status.success(), "verify passed: {}", stdout(&o));
+    let verify_err = stderr(&o);
+    assert!(!verify_err.contains("panicked"), "{verify_err}");
+    assert!(verify_err.contains("kg.entities.offsets"), "{verify_err}");
+    refused(&device, &lie, "kg.entities.offsets");
+
+    let server = device.serve_with_env(&[("KGBOX_ADMIN_TOKEN", TOKEN)]);
+    let (status, v) = server.put_bytes("/v1/bundles", Some(TOKEN), &read(&lie));
+    assert!((400..500).contains(&status), "{status}: {v}");
+    assert_eq!(v["error"]["code"], "bundle_rejected", "{v}");
+    // Still serving version 1, and a good bundle installs afterwards.
+    assert_eq!(
+        server.get_json("/v1/bundle")["manifest"]["version"],
+        "1.0.0"
+    );
+    let (status, v) = server.put_bytes("/v1/bundles", Some(TOKEN), &read(&v2));
+    assert_eq!(status, 200, "{v}");
+}
+
+/// A FIFO (or any non-regular file) given as the bundle is refused at
+/// once by `verify` and `install`, never waited on.
+#[test]
+fn a_fifo_is_refused_at_once() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let keys = Keys::new(dir, "operator", 7);
+    let fifo = dir.join("bundle.kgb");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let device = Device::new(&[&keys.public], "");
+    for (cmd, path) in [
+        ("verify", &fifo),
+        ("install", &fifo),
+        ("verify", &dir.to_path_buf()),
+    ] {
+        let mut child = device
+            .command(&[cmd, path.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("kgbox {cmd} on {} hangs", path.display());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert!(!status.success(), "kgbox {cmd} accepted {}", path.display());
+        assert!(err.contains("not a regular file"), "{cmd}: {err}");
+    }
+}

@@ -11,6 +11,9 @@ pub enum Error {
     Bundle(#[from] BundleError),
     #[error("configuration: {0}")]
     Config(String),
+    /// A FIFO, device, socket or directory where a bundle file belongs.
+    #[error("{path} is not a regular file (a bundle must be one)")]
+    NotAFile { path: PathBuf },
     #[error("state database in {path}")]
     State {
         path: PathBuf,

@@ -27,12 +27,64 @@ pub struct Verified {
     pub bytes: u64,
 }
 
+/// Opens a bundle file for reading. Anything but a regular file (a FIFO,
+/// a device, a directory) is refused at once: it is opened without
+/// blocking, then checked, so a FIFO with no writer cannot hang us.
 fn open_bundle(path: &Path) -> Result<BundleReader<BufReader<File>>> {
-    let file = File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    if !meta.is_file() {
+        return Err(Error::NotAFile {
+            path: path.to_path_buf(),
+        });
+    }
+    // O_NONBLOCK means nothing for a regular file's reads.
     Ok(BundleReader::open(BufReader::with_capacity(
         64 * 1024,
         file,
     ))?)
+}
+
+/// Builds the image of a verified bundle in a temporary file and opens it
+/// as `serve` would: the structural checks of the sections (offsets,
+/// lengths, UTF-8, indexes) that only the decompressed bytes can show.
+/// `verify` runs it so that it refuses every bundle `install` refuses.
+fn check_image(
+    reader: &mut BundleReader<BufReader<File>>,
+    limits: &kgbox_bundle::Limits,
+) -> Result<()> {
+    let dir = std::env::temp_dir();
+    let tmp = tempfile::Builder::new()
+        .prefix("kgbox-verify-")
+        .suffix(".kgbi")
+        .tempfile_in(&dir)
+        .map_err(|source| Error::NotWritable {
+            path: dir.clone(),
+            source,
+        })?;
+    let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file());
+    image::write_image(reader, limits, include_in_image, &mut w)?;
+    w.flush()
+        .map_err(|e| Error::io(format!("writing {}", tmp.path().display()), e))?;
+    drop(w);
+    LoadedBundle::open_image(tmp.path(), Slot::A).map_err(image_error)?;
+    Ok(())
+}
+
+/// A freshly built image that does not load: the bundle's fault (its
+/// sections are structurally bad), reported as a bundle error.
+fn image_error(e: Error) -> Error {
+    match e {
+        Error::BadImage { source, .. } => Error::Bundle(source),
+        other => other,
+    }
 }
 
 /// Checks what a bundle's prefix promises against this device: the
@@ -65,7 +117,12 @@ pub fn verify(path: &Path, keys: &TrustedKeys, cfg: &Config) -> Result<Verified>
     let mut reader = open_bundle(path)?;
     let key = reader.verify_signature(keys)?.key_id();
     check_policy(&reader, cfg)?;
-    reader.verify_all(keys, &cfg.limits(), include_in_image)?;
+    // The same checks as `install`, in the same order: stored hashes and
+    // limits, then every section decompressed into an image (raw hashes,
+    // limits) that is opened as `serve` opens it.
+    let limits = cfg.limits();
+    reader.check_stored(&limits, include_in_image)?;
+    check_image(&mut reader, &limits)?;
     Ok(Verified {
         manifest: reader.prefix().manifest.clone(),
         key_id: key.to_string(),
@@ -223,7 +280,7 @@ fn write_slot(
         std::fs::rename(&tmp, &done)
             .map_err(|e| Error::io(format!("renaming {}", tmp.display()), e))?;
         fsync_dir(&dir)?;
-        LoadedBundle::open_image(&done, slot)?;
+        LoadedBundle::open_image(&done, slot).map_err(image_error)?;
         Ok(done.clone())
     })();
     if result.is_err() {
