@@ -104,6 +104,7 @@ run_kgbox() { # kb hops k engine -> $OUT_DIR/kgbox-...json
     [ -s "$OUT_DIR/kgbox-$tag.json" ] && [ "${REUSE:-0}" = 1 ] && return
     echo "kgbox  $tag" >&2
     peak_rss "$OUT_DIR/kgbox-$tag.json" "$OUT_DIR/kgbox-$tag.rss" \
+        env KGBOX_EXECUTOR__SEPPR_STEPS=5 \
         "$KGBOX" eval queries --bundle "$BUNDLE_DIR/metaqa-$kb.kgb" --trust "$TRUST" \
         --file "$GOLD_DIR/gold-$h.tsv" --sample "$SAMPLE" --executor neural \
         --engine "$e" --seppr-k "$k" --json

@@ -61,6 +61,9 @@ pub struct ExecutorConfig {
     pub seppr_k: usize,
     /// Largest `seppr_k` a request may ask for.
     pub max_seppr_k: usize,
+    /// SEPPR's diffusion steps T: how far from the input set the kept
+    /// nodes may lie, and how long SEPPR takes.
+    pub seppr_steps: usize,
     /// Projections (or batches of them) running at once; the others queue
     /// in arrival order. 0: one per CPU core.
     pub parallel: usize,
@@ -80,6 +83,7 @@ impl Default for ExecutorConfig {
             device: kgbox_neural::Device::Auto,
             seppr_k: kgbox_neural::seppr::DEFAULT_K,
             max_seppr_k: 50_000,
+            seppr_steps: kgbox_neural::seppr::DEFAULT_STEPS,
             parallel: 0,
             batch: true,
             batch_max_nodes: 16_384,
@@ -105,6 +109,7 @@ impl ExecutorConfig {
     pub fn seppr(&self, k: usize) -> kgbox_neural::seppr::SepprParams {
         kgbox_neural::seppr::SepprParams {
             k,
+            iterations: self.seppr_steps,
             ..Default::default()
         }
     }
@@ -320,6 +325,12 @@ impl Config {
             return Err(Error::Config(format!(
                 "executor.seppr_k must be between 1 and executor.max_seppr_k ({}), got {}",
                 e.max_seppr_k, e.seppr_k
+            )));
+        }
+        if e.seppr_steps == 0 || e.seppr_steps > 50 {
+            return Err(Error::Config(format!(
+                "executor.seppr_steps must be between 1 and 50, got {}",
+                e.seppr_steps
             )));
         }
         if e.encoder_cache > 1_000_000 {
