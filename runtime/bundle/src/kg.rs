@@ -396,7 +396,8 @@ impl<'a> Kg<'a> {
     }
 }
 
-fn cast<'a, T: bytemuck::Pod>(name: &str, bytes: &'a [u8]) -> Result<&'a [T]> {
+/// `bytes` viewed as an array of `T`, or an error naming section `name`.
+pub(crate) fn cast<'a, T: bytemuck::Pod>(name: &str, bytes: &'a [u8]) -> Result<&'a [T]> {
     bytemuck::try_cast_slice(bytes).map_err(|e| {
         BundleError::bad_section(
             name,

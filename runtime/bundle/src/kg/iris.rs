@@ -65,19 +65,6 @@ pub struct IriTable<'a> {
     sorted: &'a [u32],
 }
 
-fn view<'a, T: bytemuck::Pod>(name: &str, bytes: &'a [u8]) -> Result<&'a [T]> {
-    bytemuck::try_cast_slice(bytes).map_err(|e| {
-        BundleError::bad_section(
-            name,
-            format!(
-                "cannot view {} bytes as an array of {}-byte integers: {e:?}",
-                bytes.len(),
-                std::mem::size_of::<T>()
-            ),
-        )
-    })
-}
-
 impl<'a> IriTable<'a> {
     /// The table of `which` for `count` ids, when the bundle has it: all
     /// three sections or none (a partial set is an error). Constant time.
@@ -106,8 +93,8 @@ impl<'a> IriTable<'a> {
                 ));
             }
         };
-        let offsets: &[u64] = view(which.offsets, offsets)?;
-        let sorted: &[u32] = view(which.sorted, sorted)?;
+        let offsets: &[u64] = super::cast(which.offsets, offsets)?;
+        let sorted: &[u32] = super::cast(which.sorted, sorted)?;
         if offsets.len() != count + 1 {
             return Err(BundleError::bad_section(
                 which.offsets,
