@@ -9,6 +9,7 @@ use std::ops::Range;
 
 use crate::error::{BundleError, Result};
 use crate::kg::iris::{IriTable, ENTITY_IRIS, RELATION_IRIS};
+use crate::kg::view::cast;
 use crate::sections as s;
 
 /// Postings with this bit set come from an alias, not the entity's name.
@@ -396,22 +397,9 @@ impl<'a> Kg<'a> {
     }
 }
 
-/// `bytes` viewed as an array of `T`, or an error naming section `name`.
-pub(crate) fn cast<'a, T: bytemuck::Pod>(name: &str, bytes: &'a [u8]) -> Result<&'a [T]> {
-    bytemuck::try_cast_slice(bytes).map_err(|e| {
-        BundleError::bad_section(
-            name,
-            format!(
-                "cannot view {} bytes as an array of {}-byte integers: {e:?}",
-                bytes.len(),
-                std::mem::size_of::<T>()
-            ),
-        )
-    })
-}
-
 /// Source IRIs (optional sections) and their index.
 pub mod iris;
+mod view;
 
 /// Encoders for the packager (feature `write`).
 #[cfg(feature = "write")]

@@ -93,8 +93,8 @@ impl<'a> IriTable<'a> {
                 ));
             }
         };
-        let offsets: &[u64] = super::cast(which.offsets, offsets)?;
-        let sorted: &[u32] = super::cast(which.sorted, sorted)?;
+        let offsets: &[u64] = super::view::cast(which.offsets, offsets)?;
+        let sorted: &[u32] = super::view::cast(which.sorted, sorted)?;
         if offsets.len() != count + 1 {
             return Err(BundleError::bad_section(
                 which.offsets,
