@@ -12,6 +12,7 @@
 mod cypher;
 mod group;
 pub mod iri;
+mod modifiers;
 mod names;
 mod sparql;
 
@@ -88,6 +89,15 @@ pub(crate) fn check_nesting(text: &str, language: &'static str) -> Result<(), Tr
         i += 1;
     }
     Ok(())
+}
+
+/// A SPARQL construct outside the supported subset.
+pub(crate) fn unsupported_sparql(what: impl Into<String>) -> TranslateError {
+    TranslateError::Unsupported {
+        language: "SPARQL",
+        what: what.into(),
+        supported: SPARQL_SUBSET,
+    }
 }
 
 pub(crate) const CYPHER_SUBSET: &str =

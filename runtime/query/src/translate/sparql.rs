@@ -11,14 +11,15 @@
 use std::collections::BTreeSet;
 
 use kgbox_bundle::Kg;
-use spargebra::algebra::{Expression, GraphPattern, OrderExpression, PropertyPathExpression};
+use spargebra::algebra::{Expression, GraphPattern, PropertyPathExpression};
 use spargebra::term::{GroundTerm, NamedNodePattern, TermPattern};
 use spargebra::SparqlParser;
 
 use super::group::{Edge, Group, Sub, Term};
 use super::iri;
+use super::modifiers::Modifiers;
 use super::names::{name_test, NameTest};
-use super::{TranslateError, SPARQL_SUBSET};
+use super::{unsupported_sparql as unsupported, TranslateError};
 use crate::ast::{EntityRef, Query};
 use crate::render::RenderOptions;
 
@@ -67,14 +68,6 @@ pub struct SparqlQuery {
     pub order: Option<Order>,
     pub offset: usize,
     pub limit: Option<usize>,
-}
-
-fn unsupported(what: impl Into<String>) -> TranslateError {
-    TranslateError::Unsupported {
-        language: L,
-        what: what.into(),
-        supported: SPARQL_SUBSET,
-    }
 }
 
 /// Parses SPARQL `text` and translates it against `kg`'s terms.
@@ -203,75 +196,6 @@ pub fn from_sparql(
         offset: m.offset,
         limit: m.limit,
     })
-}
-
-/// The solution modifiers around the pattern.
-#[derive(Default)]
-struct Modifiers {
-    project: Option<Vec<String>>,
-    sliced: bool,
-    order: Option<(String, bool)>,
-    offset: usize,
-    limit: Option<usize>,
-}
-
-impl Modifiers {
-    /// The pattern inside the query's own `SLICE`, `DISTINCT`, `PROJECT`
-    /// and `ORDER BY` (in that order, outside in); a second of any is a
-    /// sub-query's, left for the reader to refuse.
-    fn peel<'p>(&mut self, mut p: &'p GraphPattern) -> Result<&'p GraphPattern, TranslateError> {
-        loop {
-            let done = match p {
-                GraphPattern::Slice { .. } => self.sliced || self.project.is_some(),
-                GraphPattern::Distinct { .. } | GraphPattern::Reduced { .. } => {
-                    self.project.is_some()
-                }
-                GraphPattern::Project { .. } => self.project.is_some(),
-                GraphPattern::OrderBy { .. } => self.order.is_some(),
-                _ => false,
-            };
-            if done {
-                return Ok(p);
-            }
-            p = match p {
-                GraphPattern::Project { inner, variables } => {
-                    self.project = Some(variables.iter().map(|v| v.as_str().to_string()).collect());
-                    inner
-                }
-                // Answers are sets: every query is DISTINCT.
-                GraphPattern::Distinct { inner } | GraphPattern::Reduced { inner } => inner,
-                GraphPattern::Slice {
-                    inner,
-                    start,
-                    length,
-                } => {
-                    self.sliced = true;
-                    self.offset = *start;
-                    self.limit = *length;
-                    inner
-                }
-                GraphPattern::OrderBy { inner, expression } => {
-                    match expression.as_slice() {
-                        [OrderExpression::Asc(Expression::Variable(v))] => {
-                            self.order = Some((v.as_str().to_string(), false))
-                        }
-                        [OrderExpression::Desc(Expression::Variable(v))] => {
-                            self.order = Some((v.as_str().to_string(), true))
-                        }
-                        _ => return Err(unsupported("ORDER BY other than one variable")),
-                    }
-                    inner
-                }
-                GraphPattern::Group { .. } => {
-                    return Err(unsupported("GROUP BY and aggregates (COUNT, SUM, ...)"))
-                }
-                GraphPattern::Extend { .. } => {
-                    return Err(unsupported("BIND and expressions in SELECT (AS)"))
-                }
-                other => return Ok(other),
-            };
-        }
-    }
 }
 
 /// Reads the algebra into a [`Group`].
