@@ -19,7 +19,10 @@
 # `python3 -m llama_cpp.server`; built from source, several minutes once).
 # Last, the clients users already hold, which tests/clients/ drives against
 # `kgbox serve`: openai, langchain-openai, SPARQLWrapper, rdflib, pyoxigraph,
-# playwright (with Debian's chromium), openapi-spec-validator, schemathesis.
+# playwright (with Debian's chromium), openapi-spec-validator, schemathesis;
+# and oxigraph, the Oxigraph server CLI (`oxigraph load`, `oxigraph serve`):
+# the graph store that tests/e2e/sparql_store.rs and benches/sparql-store/
+# run the `sparql_store` executor against.
 set -euo pipefail
 
 PACKAGES=(build-essential pkg-config curl zstd mosquitto openssl cmake libclang-dev chromium)
@@ -129,9 +132,11 @@ else
     "llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION"
 fi
 
-# The clients of tests/clients/ (run by the end-to-end tests in CI).
+# The clients of tests/clients/ (run by the end-to-end tests in CI), and the
+# Oxigraph server of the sparql_store tests.
 CLIENTS=(openai==3.57.0 langchain-openai==1.7.4 SPARQLWrapper==2.0.0 rdflib==7.6.0
-  pyoxigraph==0.5.13 playwright==1.65.2 openapi-spec-validator==0.9.0 schemathesis==4.32.5)
+  pyoxigraph==0.5.13 playwright==1.65.2 openapi-spec-validator==0.9.0 schemathesis==4.32.5
+  oxigraph==0.5.13)
 client_missing=()
 for spec in "${CLIENTS[@]}"; do
   name=${spec%%==*} want=${spec##*==}
@@ -144,4 +149,8 @@ if ((${#client_missing[@]} > 0)); then
   python3 -m pip install --quiet "${client_missing[@]}"
 else
   echo "setup.sh: test clients present (${CLIENTS[*]})"
+fi
+if ! command -v oxigraph >/dev/null 2>&1; then
+  echo "setup.sh: the PyPI package oxigraph is installed but its \`oxigraph\` command is not on PATH (add pip's scripts folder, e.g. ~/.local/bin, to PATH)" >&2
+  exit 1
 fi

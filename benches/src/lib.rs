@@ -3,7 +3,10 @@
 //! and readiness polling ([`http`]), packing and installing a bundle
 //! ([`measure`]), and a keep-alive HTTP/1.1 client for load ([`keepalive`]).
 
+pub mod gen;
 pub mod http;
 pub mod keepalive;
 pub mod measure;
+pub mod plot;
 pub mod proc;
+pub mod scale;

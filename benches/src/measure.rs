@@ -23,7 +23,8 @@ const CREATED_UNIX: u64 = 1_700_000_000;
 /// The packager's default zstd level (`kgbox-pack build --level`).
 pub const PACK_LEVEL: i32 = 19;
 
-const INSTALL_LIMIT: Duration = Duration::from_secs(120);
+/// A guard against a hung install, not a target: a 100M-triple image takes minutes.
+const INSTALL_LIMIT: Duration = Duration::from_secs(3600);
 const READY_LIMIT: Duration = Duration::from_secs(10);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// Upper bound on the whole request phase of one serve run.
@@ -65,6 +66,7 @@ pub fn pack_runs(kb: &Path, key: &SecretKey, out: &Path, runs: usize) -> Result<
         reranker: None,
         probes: Vec::new(),
         allow_failing_probes: false,
+        scale: Default::default(),
     };
     let mut times = Vec::with_capacity(runs);
     let mut last = None;

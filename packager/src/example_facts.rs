@@ -28,8 +28,14 @@ pub struct Added {
 
 /// Adds the facts of `examples`' one-hop queries to `raw`. Only examples
 /// whose question `keep` accepts are used.
-pub fn add(raw: &mut RawKg, examples: &[Example], keep: impl Fn(&str) -> bool) -> Added {
-    let mut present: HashSet<[u32; 3]> = raw.triples.iter().copied().collect();
+pub fn add(
+    raw: &mut RawKg,
+    examples: &[Example],
+    keep: impl Fn(&str) -> bool,
+) -> std::io::Result<Added> {
+    let mut present: HashSet<[u32; 3]> = HashSet::new();
+    raw.triples
+        .for_each_block(|b| present.extend(b.iter().copied()))?;
     let mut added = Added::default();
     for ex in examples.iter().filter(|e| keep(&e.question)) {
         let Some(answers) = &ex.answers else {
@@ -70,12 +76,12 @@ pub fn add(raw: &mut RawKg, examples: &[Example], keep: impl Fn(&str) -> bool) -
                 [anchor, rel, a]
             };
             if present.insert(triple) {
-                raw.triples.push(triple);
+                raw.triples.push(triple)?;
                 added.facts += 1;
             }
         }
     }
-    added
+    Ok(added)
 }
 
 #[cfg(test)]
@@ -94,9 +100,11 @@ mod tests {
     #[test]
     fn adds_one_hop_facts_between_known_entities() {
         let mut raw = RawKg::default();
-        raw.add_triple("Blade Runner", "directed_by", "Ridley Scott");
-        raw.add_triple("Alien", "written_by", "Dan O'Bannon");
-        raw.add_triple("Alien", "release_year", "1979");
+        raw.add_triple("Blade Runner", "directed_by", "Ridley Scott")
+            .unwrap();
+        raw.add_triple("Alien", "written_by", "Dan O'Bannon")
+            .unwrap();
+        raw.add_triple("Alien", "release_year", "1979").unwrap();
         let examples = [
             // New: Alien directed_by Ridley Scott.
             example(
@@ -121,7 +129,7 @@ mod tests {
             example("q5", "\"Nobody\" -> directed_by", &["Ridley Scott"]),
             example("held out", "\"Blade Runner\" -> release_year", &["1979"]),
         ];
-        let added = add(&mut raw, &examples, |q| q != "held out");
+        let added = add(&mut raw, &examples, |q| q != "held out").unwrap();
         assert_eq!(
             added,
             Added {
@@ -132,8 +140,9 @@ mod tests {
         let alien = raw.entities.get("Alien").unwrap();
         let scott = raw.entities.get("Ridley Scott").unwrap();
         let directed = raw.relations.get("directed_by").unwrap();
-        assert!(raw.triples.contains(&[alien, directed, scott]));
-        assert_eq!(raw.triples.len(), 4);
+        let all = raw.triples.to_vec().unwrap();
+        assert!(all.contains(&[alien, directed, scott]));
+        assert_eq!(all.len(), 4);
         assert!(raw.entities.get("Gladiator").is_none(), "no new entities");
     }
 }

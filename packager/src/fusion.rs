@@ -106,8 +106,11 @@ struct Case {
 
 /// Fits the fusion on the held-out examples with answers; `None` when the
 /// bundle has no neural model or there are no such examples.
-pub fn fit(built: &[(&'static str, Vec<u8>)], examples: &[Example]) -> Result<Option<Fitted>> {
-    let aligned = Aligned::new(built);
+pub fn fit(
+    built: &[(&'static str, crate::section::SectionData)],
+    examples: &[Example],
+) -> Result<Option<Fitted>> {
+    let aligned = Aligned::new(built)?;
     let get = |name: &str| aligned.get(name);
     let kg = aligned.kg()?;
     let Some(model) =

@@ -3,8 +3,10 @@
 //! Runs on an operator's workstation; nothing here is linked into the
 //! on-device runtime.
 
+pub mod delta;
 pub mod embed;
 pub mod example_facts;
+pub mod export;
 pub mod fusion;
 pub mod graph;
 pub mod input;
@@ -16,6 +18,7 @@ pub mod planner;
 pub mod probes;
 pub mod push;
 pub mod reranker;
+pub mod section;
 pub mod train;
 pub mod ultra;
 

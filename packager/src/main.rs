@@ -59,6 +59,21 @@ struct BuildArgs {
     /// zstd level (1-22).
     #[arg(long, default_value_t = 19, value_parser = clap::value_parser!(i32).range(1..=22))]
     level: i32,
+    /// zstd level of sections over 16 MiB (the CSR of a graph of more than
+    /// about 4M triples): level 19 would take most of an hour for 100M
+    /// triples and save about a tenth of the size.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(i32).range(1..=22))]
+    large_level: i32,
+    /// Triples held in memory while reading and per sorted run (12 bytes
+    /// each, so the default 33554432 is 384 MiB); a larger graph is sorted
+    /// on disk in --spill-dir.
+    #[arg(long, default_value_t = kgbox_pack::input::DEFAULT_LIMIT,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..=1 << 32))]
+    sort_run: usize,
+    /// Where a graph larger than --sort-run spills (about 40 bytes per
+    /// triple at most; default: the system's temporary directory, $TMPDIR).
+    #[arg(long, value_name = "DIR")]
+    spill_dir: Option<PathBuf>,
     #[arg(short = 'o', long = "out")]
     out: PathBuf,
     /// No progress bar.
@@ -242,11 +257,17 @@ enum Command {
     Build(Box<BuildArgs>),
     /// Print a bundle's manifest and section table.
     Inspect { bundle: PathBuf },
+    /// Write a bundle's graph as N-Triples with the IRIs the `sparql_store`
+    /// executor queries, to load a graph store (see docs/sparql-store.md).
+    Export(kgbox_pack::export::ExportArgs),
     /// Reword planner examples with an LLM; keeps the rewordings whose
     /// linked topic and template find the gold answers.
     Paraphrase(Box<ParaphraseArgs>),
     /// Send a bundle to devices over MQTT (or to one device over HTTP).
     Push(Box<kgbox_pack::push::PushArgs>),
+    /// Make a signed delta update that turns OLD (installed on a device)
+    /// into NEW.
+    Delta(Box<kgbox_pack::delta::DeltaArgs>),
 }
 
 fn run() -> Result<()> {
@@ -357,6 +378,11 @@ fn run() -> Result<()> {
                 reranker: args.reranker,
                 probes: kgbox_pack::probes::collect(&args.probe, args.probes.as_deref())?,
                 allow_failing_probes: args.allow_failing_probes,
+                scale: kgbox_pack::pack::ScaleOptions {
+                    sort_run: args.sort_run,
+                    spill_dir: args.spill_dir,
+                    large_level: args.large_level,
+                },
             };
             let embed = match (args.embed, args.embed_model) {
                 (true, Some(model)) => Some(EmbedOptions {
@@ -395,7 +421,9 @@ fn run() -> Result<()> {
             );
         }
         Command::Inspect { bundle } => print!("{}", inspect::inspect(&bundle)?),
+        Command::Export(args) => kgbox_pack::export::run(&args)?,
         Command::Push(args) => kgbox_pack::push::run(&args)?,
+        Command::Delta(args) => kgbox_pack::delta::run(&args)?,
     }
     Ok(())
 }

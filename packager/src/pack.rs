@@ -14,6 +14,7 @@ use kgbox_bundle::{BundleWriter, KgStats, Manifest, SecretKey};
 use crate::embed::{self, EmbedOptions};
 use crate::graph;
 use crate::input::{self, Format, RawKg};
+use crate::section::{in_memory, SectionData};
 
 /// The `compatible` string bundles carry unless told otherwise; a device
 /// installs only bundles whose string equals its own.
@@ -52,6 +53,37 @@ pub struct PackOptions {
     /// Write the bundle even when its own probes fail here (to test a
     /// device's rollback).
     pub allow_failing_probes: bool,
+    /// Memory and disk for large graphs (`--sort-run`, `--spill-dir`,
+    /// `--large-level`).
+    pub scale: ScaleOptions,
+}
+
+/// How a graph larger than memory is built.
+#[derive(Debug, Clone)]
+pub struct ScaleOptions {
+    /// Triples held in memory while reading and per sorted run (12 bytes
+    /// each); a larger graph spills to `spill_dir`.
+    pub sort_run: usize,
+    /// Temporary files (the system's temporary directory when `None`).
+    pub spill_dir: Option<PathBuf>,
+    /// zstd level for sections over [`LARGE_SECTION`] bytes.
+    pub large_level: i32,
+}
+
+/// Sections larger than this (16 MiB: the CSR of a graph of about 4M
+/// triples) are compressed at `large_level`: level 19 runs at a few MB/s,
+/// which for a 100M-triple graph's CSR would take most of an hour, while
+/// the ids in it gain about a tenth in size.
+pub const LARGE_SECTION: u64 = 16 << 20;
+
+impl Default for ScaleOptions {
+    fn default() -> ScaleOptions {
+        ScaleOptions {
+            sort_run: crate::input::DEFAULT_LIMIT,
+            spill_dir: None,
+            large_level: 6,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -133,7 +165,8 @@ pub fn pack_with(
     };
     let bar = progress_bar(opts.progress);
     let t0 = Instant::now();
-    let mut raw = RawKg::default();
+    let mut raw = RawKg::with_spill(opts.scale.sort_run, opts.scale.spill_dir.clone());
+    bar.set_message("reading triples");
     input::read_triples(&opts.triples, opts.format, &mut raw, &bar)?;
     if raw.triples.is_empty() {
         return Err(input::InputError::Empty {
@@ -142,6 +175,7 @@ pub fn pack_with(
         .into());
     }
     if let Some(path) = &opts.aliases {
+        bar.set_message("reading aliases");
         input::read_aliases(path, &mut raw, &bar)?;
     }
     if let Some(path) = &opts.relations {
@@ -165,19 +199,29 @@ pub fn pack_with(
     if opts.example_facts {
         // Not the examples held out to fit the fusion: those must not find
         // their own answers stated.
-        let added = crate::example_facts::add(&mut raw, &examples, |q| !crate::train::held_out(q));
+        let added = crate::example_facts::add(&mut raw, &examples, |q| !crate::train::held_out(q))
+            .map_err(input::InputError::Spill)?;
         notes.push(format!(
             "example facts: {} facts added from {} one-hop examples with answers",
             added.facts, added.examples
         ));
     }
-    let mut built = graph::build(raw)?;
+    let build_bar = phase_bar(opts.progress);
+    let mut built = graph::build_with(
+        raw,
+        &graph::BuildOptions {
+            sort_run: opts.scale.sort_run,
+            spill_dir: opts.scale.spill_dir.clone(),
+            progress: build_bar.clone(),
+        },
+    )?;
+    build_bar.finish_and_clear();
     let mut models = Vec::new();
     if let Some(embed_opts) = embed {
         let names = entity_names(&built.sections)?;
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let embedded = embed::embed(&names, embed_opts, opts.progress)?;
-        built.sections.extend(embedded.sections);
+        built.sections.extend(in_memory(embedded.sections));
         models.push(embedded.model);
     }
     let mut ultra_opts = opts.ultra.clone();
@@ -203,7 +247,7 @@ pub fn pack_with(
             Some(t) => Some(t),
             None => crate::ultra::training_record(ultra_opts)?,
         };
-        built.sections.extend(ultra.sections);
+        built.sections.extend(in_memory(ultra.sections));
         models.push(ultra.model);
         if let Some(fitted) = crate::fusion::fit(&built.sections, &examples)? {
             notes.push(fitted.report());
@@ -213,13 +257,13 @@ pub fn pack_with(
     if let Some(planner_opts) = &opts.planner {
         let planner =
             crate::planner::sections(&built.sections, planner_opts, &examples, opts.progress)?;
-        built.sections.extend(planner.sections);
+        built.sections.extend(in_memory(planner.sections));
         models.extend(planner.model);
         notes.extend(planner.report);
     }
     if let Some(prefix) = &opts.reranker {
         let r = crate::reranker::sections(prefix)?;
-        built.sections.extend(r.sections);
+        built.sections.extend(in_memory(r.sections));
         models.push(r.model);
         notes.push(r.note);
     }
@@ -263,15 +307,24 @@ pub fn pack_with(
         models,
         probes: opts.probes.clone(),
     };
-    let mut writer = BundleWriter::new(manifest).level(opts.level);
+    let mut writer = BundleWriter::new(manifest)
+        .level(opts.level)
+        .large_level(opts.scale.large_level, LARGE_SECTION)
+        .spill_dir(opts.scale.spill_dir.clone());
     for (name, data) in built.sections {
-        writer.add_section(
+        writer.add_raw(
             name,
             kgbox_bundle::sections::KG_REQUIRED.contains(&name),
-            data,
+            data.into_raw()
+                .with_context(|| format!("reading back the spilled section {name}"))?,
         )?;
     }
-    let write = write_atomically(out, |file| Ok(writer.write(key, file)?))?;
+    let write_bar = phase_bar(opts.progress);
+    write_bar.set_message("compressing the sections (zstd, all cores) and signing");
+    write_bar.enable_steady_tick(Duration::from_millis(200));
+    let write = write_atomically(out, |file| Ok(writer.write(key, file)?));
+    write_bar.finish_and_clear();
+    let write = write?;
     Ok(PackReport {
         stats: built.stats,
         write,
@@ -283,13 +336,32 @@ pub fn pack_with(
     })
 }
 
+/// The progress bar of the graph build's phases (hidden when `enabled` is
+/// false): a message per phase, a bar with a rate and ETA where the phase
+/// has a known length.
+fn phase_bar(enabled: bool) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(
+        None,
+        if enabled {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        },
+    );
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} {msg} [{bar:30}] {human_pos}/{human_len} ({per_sec}, {eta})",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}
+
 /// The entity names of built sections, in id order.
-fn entity_names(sections: &[(&'static str, Vec<u8>)]) -> Result<Vec<String>> {
+fn entity_names(sections: &[(&'static str, SectionData)]) -> Result<Vec<String>> {
+    let aligned = graph::Aligned::new(sections)?;
     let get = |name: &str| {
-        sections
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, d)| d.as_slice())
+        aligned
+            .get(name)
             .with_context(|| format!("no section {name}"))
     };
     let offsets: Vec<usize> = get(kgbox_bundle::sections::ENTITY_OFFSETS)?

@@ -98,7 +98,7 @@ pub fn paraphrase(opts: &ParaphraseOptions, out: &Path) -> Result<ParaphraseRepo
     let examples =
         parse_examples(&text).with_context(|| format!("in {}", opts.examples.display()))?;
     let built = read_graph(opts)?;
-    let aligned = Aligned::new(&built.sections);
+    let aligned = Aligned::new(&built.sections)?;
     let kg = aligned.kg()?;
     let endpoint =
         parse_endpoint(&opts.endpoint).with_context(|| format!("--endpoint {}", opts.endpoint))?;
@@ -377,12 +377,15 @@ mod tests {
 
     fn with_graph<T>(f: impl FnOnce(&Kg<'_>) -> T) -> T {
         let mut raw = RawKg::default();
-        raw.add_triple("Blade Runner", "directed_by", "Ridley Scott");
-        raw.add_triple("Alien", "directed_by", "Ridley Scott");
-        raw.add_triple("Heat", "directed_by", "Michael Mann");
-        raw.add_triple("Heat", "has_tags", "screenplay");
+        raw.add_triple("Blade Runner", "directed_by", "Ridley Scott")
+            .unwrap();
+        raw.add_triple("Alien", "directed_by", "Ridley Scott")
+            .unwrap();
+        raw.add_triple("Heat", "directed_by", "Michael Mann")
+            .unwrap();
+        raw.add_triple("Heat", "has_tags", "screenplay").unwrap();
         let built = graph::build(raw).expect("graph");
-        let aligned = Aligned::new(&built.sections);
+        let aligned = Aligned::new(&built.sections).expect("aligned");
         let kg = aligned.kg().expect("kg");
         f(&kg)
     }

@@ -60,12 +60,12 @@ pub(crate) fn bar(enabled: bool, len: u64, what: &str) -> ProgressBar {
 /// Builds the planner sections from the bundle's other sections and the
 /// examples parsed from `opts.examples` (the caller reads that file once).
 pub fn sections(
-    built: &[(&'static str, Vec<u8>)],
+    built: &[(&'static str, crate::section::SectionData)],
     opts: &PlannerOptions,
     examples: &[train::Example],
     progress: bool,
 ) -> Result<PlannerSections> {
-    let aligned = crate::graph::Aligned::new(built);
+    let aligned = crate::graph::Aligned::new(built)?;
     let get = |name: &str| aligned.get(name);
     let kg = aligned.kg()?;
     let embedder = match (get(s::ENCODER_ONNX), get(s::ENCODER_TOKENIZER)) {
@@ -183,11 +183,12 @@ pub fn sections(
     Ok(out)
 }
 
-fn encoder_name(built: &[(&'static str, Vec<u8>)]) -> String {
+fn encoder_name(built: &[(&'static str, crate::section::SectionData)]) -> String {
     built
         .iter()
         .find(|(n, _)| *n == s::DENSE_META)
-        .and_then(|(_, d)| kgbox_query::dense::DenseMeta::from_json(d).ok())
+        .and_then(|(_, d)| d.heap())
+        .and_then(|d| kgbox_query::dense::DenseMeta::from_json(d).ok())
         .map(|m| m.model)
         .unwrap_or_else(|| "encoder".into())
 }

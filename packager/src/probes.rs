@@ -27,8 +27,11 @@ pub fn collect(inline: &[String], file: Option<&Path>) -> Result<Vec<Probe>> {
 }
 
 /// Runs the probes symbolically over the built sections.
-pub fn check(built: &[(&'static str, Vec<u8>)], probes: &[Probe]) -> Result<Vec<ProbeOutcome>> {
-    let aligned = crate::graph::Aligned::new(built);
+pub fn check(
+    built: &[(&'static str, crate::section::SectionData)],
+    probes: &[Probe],
+) -> Result<Vec<ProbeOutcome>> {
+    let aligned = crate::graph::Aligned::new(built)?;
     let kg = aligned.kg()?;
     let limits = kgbox_query::ParseLimits::default();
     let opts = kgbox_query::ExecOptions::default();

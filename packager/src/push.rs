@@ -1,7 +1,10 @@
 //! `kgbox-pack push`: sends a bundle to devices (see docs/mqtt.md, "Bundle push"):
 //! in chunks over MQTT to one device or a group, resumably, or in one
-//! `PUT /v1/bundles` to one device over HTTP.
+//! `PUT /v1/bundles` to one device over HTTP. With `--delta-from` or
+//! `--delta`, a delta update instead when the device runs its base.
 
+#[path = "push_delta.rs"]
+mod delta;
 #[path = "push_mqtt.rs"]
 mod mqtt;
 #[path = "push_target.rs"]
@@ -61,6 +64,22 @@ pub struct PushArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Send a delta update from this bundle instead, made now (with
+    /// --key), when the device reports that it runs it; else the bundle.
+    #[arg(
+        long,
+        value_name = "OLD.kgb",
+        requires = "key",
+        conflicts_with = "delta"
+    )]
+    pub delta_from: Option<PathBuf>,
+    /// Send this delta update (from `kgbox-pack delta`) when the device
+    /// reports that it runs its base; else the bundle.
+    #[arg(long, value_name = "UPDATE.kgbd")]
+    pub delta: Option<PathBuf>,
+    /// Secret key that signs the delta made with --delta-from.
+    #[arg(long, value_name = "F")]
+    pub key: Option<PathBuf>,
 }
 
 /// The bundle to send.
@@ -142,11 +161,16 @@ pub fn run(args: &PushArgs) -> Result<()> {
     if args.chunk_bytes < 1024 || args.chunk_bytes > 64 << 20 {
         bail!("--chunk-bytes must be between 1024 and 67108864");
     }
-    let mut bundle = Bundle::open(&args.bundle)?;
-    if let Some(url) = &args.http {
+    let target = match &args.http {
+        Some(_) => None,
+        None => Some(target::Target::from_args(args)?),
+    };
+    let picked = delta::pick(args, target.as_ref())?;
+    let mut bundle = Bundle::open(&picked.path)?;
+    let Some(target) = target else {
+        let url = args.http.as_deref().unwrap_or_default();
         return push_http(args, url, &bundle);
-    }
-    let target = target::Target::from_args(args)?;
+    };
     bundle.hash()?;
     let started = Instant::now();
     let report = mqtt::push(args, &target, &bundle)?;

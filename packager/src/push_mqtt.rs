@@ -107,7 +107,7 @@ pub(crate) fn push(args: &PushArgs, target: &Target, bundle: &Bundle) -> Result<
         .block_on(session(args, target, bundle))
 }
 
-fn options(args: &PushArgs, target: &Target) -> Result<MqttOptions> {
+pub(crate) fn options(args: &PushArgs, target: &Target) -> Result<MqttOptions> {
     let mut id = [0u8; 6];
     getrandom::fill(&mut id).map_err(|e| anyhow::anyhow!("no random numbers: {e}"))?;
     let mut opts = MqttOptions::new(

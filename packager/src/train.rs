@@ -190,7 +190,7 @@ fn write_inputs(kg: &Kg<'_>, examples: &[Example], dir: &Path) -> Result<(usize,
 /// Trains the executor on the graph in `built` (and on `examples`), and
 /// returns the exported model's prefix and training record.
 pub fn train(
-    built: &[(&'static str, Vec<u8>)],
+    built: &[(&'static str, crate::section::SectionData)],
     examples: &[Example],
     opts: &TrainOptions,
     notes: &mut Vec<String>,
@@ -205,7 +205,7 @@ pub fn train(
     }
     std::fs::create_dir_all(&opts.dir)
         .with_context(|| format!("cannot create the training folder {}", opts.dir.display()))?;
-    let aligned = crate::graph::Aligned::new(built);
+    let aligned = crate::graph::Aligned::new(built)?;
     let kg = aligned.kg()?;
     if kg.triple_count() == 0 {
         bail!("the graph has no triples: there is nothing to train the executor on");

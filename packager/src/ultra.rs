@@ -55,15 +55,19 @@ pub struct UltraSections {
 }
 
 /// Computes the `model.ultra.*` sections for the graph in `built`.
-pub fn sections(built: &[(&'static str, Vec<u8>)], opts: &UltraOptions) -> Result<UltraSections> {
+pub fn sections(
+    built: &[(&'static str, crate::section::SectionData)],
+    opts: &UltraOptions,
+) -> Result<UltraSections> {
     let t0 = Instant::now();
     let read = |p: &Path| std::fs::read(p).with_context(|| format!("cannot read {}", p.display()));
     let relation_onnx = read(&opts.relation_model)?;
     let entity_onnx = read(&opts.entity_model)?;
-    let aligned = crate::graph::Aligned::new(built);
+    let aligned = crate::graph::Aligned::new(built)?;
     let kg = aligned.kg()?;
     let relations = 2 * kg.relation_count();
     let edges = relgraph::build(&kg);
+    check_relation_work(relations, edges.len())?;
     let relation_engine = engine::load(EngineKind::Tract, Device::Cpu, &relation_onnx)
         .with_context(|| format!("cannot load {}", opts.relation_model.display()))?;
     let reps = relation_reps(relation_engine.as_ref(), relations, DIM, &edges)
@@ -104,6 +108,34 @@ pub fn sections(built: &[(&'static str, Vec<u8>)], opts: &UltraOptions) -> Resul
     })
 }
 
+/// Most memory the relation model may take per batch, and the most its
+/// output (one vector per pair of relations) may add to a bundle.
+const MAX_RELATION_WORK: u64 = 4 << 30;
+const MAX_RELREPS: u64 = 256 << 20;
+
+/// Refuses, before running it, a relation model that would not fit: ULTRA's
+/// relation half grows with the relation graph's edges (pairs of relations
+/// sharing entities) and stores a vector per pair of relations, so a graph
+/// with thousands of relations that all co-occur is out of its reach.
+fn check_relation_work(relations: usize, edges: usize) -> Result<()> {
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let work = (edges * kgbox_neural::model::RELATION_BATCH * DIM * 4) as u64;
+    let relreps = (relations * relations * DIM * 4) as u64;
+    if work > MAX_RELATION_WORK || relreps > MAX_RELREPS {
+        bail!(
+            "--ultra: the relation graph has {edges} edges over {relations} relations (with inverses); \
+             ULTRA's relation model would need about {:.1} GiB per batch (at most {:.0}) and add \
+             {:.2} GiB of relation vectors to the bundle (at most {:.2}). Build this graph \
+             without --ultra (the symbolic executor serves it) or split it by relation",
+            gib(work),
+            gib(MAX_RELATION_WORK),
+            gib(relreps),
+            gib(MAX_RELREPS)
+        );
+    }
+    Ok(())
+}
+
 /// The training record beside the model (`PREFIX.train.json`, written by
 /// `models/ultra/train.py`), if there is one.
 pub fn training_record(opts: &UltraOptions) -> Result<Option<serde_json::Value>> {
@@ -115,14 +147,30 @@ pub fn training_record(opts: &UltraOptions) -> Result<Option<serde_json::Value>>
 
 /// Stores `fusion` in the `model.ultra.meta` section of `sections`.
 pub fn set_fusion(
-    sections: &mut [(&'static str, Vec<u8>)],
+    sections: &mut [(&'static str, crate::section::SectionData)],
     fusion: kgbox_query::Fusion,
 ) -> Result<()> {
-    let Some((_, bytes)) = sections.iter_mut().find(|(name, _)| *name == s::ULTRA_META) else {
+    let Some((_, data)) = sections.iter_mut().find(|(name, _)| *name == s::ULTRA_META) else {
         bail!("no {} section to store the fusion in", s::ULTRA_META);
+    };
+    let Some(bytes) = data.heap() else {
+        bail!("the {} section is not in memory", s::ULTRA_META);
     };
     let mut meta = UltraMeta::from_json(bytes)?;
     meta.fusion = Some(fusion);
-    *bytes = meta.to_json();
+    *data = meta.to_json().into();
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    #[test]
+    fn relation_graphs_beyond_the_model_are_refused_up_front() {
+        // MetaQA: 18 relations, a few hundred relation-graph edges.
+        assert!(super::check_relation_work(36, 600).is_ok());
+        // 1,000 relations that all share entities.
+        let err = super::check_relation_work(2000, 16_000_000).unwrap_err();
+        assert!(err.to_string().contains("without --ultra"), "{err}");
+    }
 }

@@ -109,6 +109,30 @@ fn large_input_packs_with_exact_duplicate_counts() {
     assert_eq!(edges, g.unique.len());
 }
 
+/// A graph sorted on disk in many runs (and its big sections written to
+/// temporary files) packs to the same bytes as in memory, and leaves no
+/// temporary file behind.
+#[test]
+fn spilling_to_disk_writes_the_same_bundle() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = generate(dir.path());
+    let in_memory = dir.path().join("memory.kgb");
+    let report = pack(&options(&g.path), &test_key(), &in_memory).unwrap();
+    let spill = dir.path().join("spill");
+    std::fs::create_dir(&spill).unwrap();
+    let mut opts = options(&g.path);
+    opts.scale.sort_run = 4096;
+    opts.scale.spill_dir = Some(spill.clone());
+    let spilled = dir.path().join("spilled.kgb");
+    let spilled_report = pack(&opts, &test_key(), &spilled).unwrap();
+    assert_eq!(spilled_report.stats.triples, report.stats.triples);
+    assert_eq!(
+        std::fs::read(&spilled).unwrap(),
+        std::fs::read(&in_memory).unwrap()
+    );
+    assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0);
+}
+
 /// Whether util-linux `script` can give the packager a pseudo-terminal.
 fn have_script() -> bool {
     Command::new("script")

@@ -4,9 +4,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod clients;
+pub mod delta;
 pub mod demo;
 pub mod mosquitto;
 pub mod openai_server;
+pub mod sparql_store;
 
 pub use demo::{
     demo_facts, demo_tsv, learned_demo_bundle, learned_demo_bundle_with, pack_demo, LlmConfig,

@@ -14,13 +14,17 @@ use std::path::{Path, PathBuf};
 
 use indicatif::ProgressBar;
 
+mod interner;
 mod names;
 mod rdf;
 mod source;
+mod triples;
 mod tsv;
 
+pub use interner::Interner;
 pub use rdf::read_rdf;
 pub use source::{Compression, SUPPORTED};
+pub use triples::{Triples, DEFAULT_LIMIT};
 pub use tsv::{read_aliases, read_relation_descriptions, read_tsv};
 
 /// An input problem, always naming the file (and the line where there is one).
@@ -54,6 +58,8 @@ pub enum InputError {
     UnknownFormat { file: PathBuf, extension: String },
     #[error("{file}: no triples found")]
     Empty { file: PathBuf },
+    #[error("cannot spill triples to the temporary directory (see --spill-dir)")]
+    Spill(#[source] std::io::Error),
 }
 
 /// Triples file syntax.
@@ -96,60 +102,13 @@ pub fn read_triples(
     }
 }
 
-/// Strings to dense ids, in first-seen order.
-#[derive(Debug, Default)]
-pub struct Interner {
-    ids: HashMap<String, u32>,
-    pub names: Vec<String>,
-}
-
-impl Interner {
-    pub fn intern(&mut self, s: &str) -> u32 {
-        if let Some(&id) = self.ids.get(s) {
-            return id;
-        }
-        let id = self.names.len() as u32;
-        self.ids.insert(s.to_string(), id);
-        self.names.push(s.to_string());
-        id
-    }
-
-    pub fn get(&self, s: &str) -> Option<u32> {
-        self.ids.get(s).copied()
-    }
-
-    /// Renames every string; `f` must keep them distinct.
-    pub fn rename(&mut self, f: impl Fn(usize, &str) -> String) {
-        self.names = self
-            .names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| f(i, n))
-            .collect();
-        self.ids = self
-            .names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.clone(), i as u32))
-            .collect();
-    }
-
-    pub fn len(&self) -> usize {
-        self.names.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
-    }
-}
-
 /// The KG as read, before ids are sorted and the graph is built.
 #[derive(Debug, Default)]
 pub struct RawKg {
     pub entities: Interner,
     pub relations: Interner,
     /// (head, relation, tail) in interned ids; may hold duplicates.
-    pub triples: Vec<[u32; 3]>,
+    pub triples: Triples,
     /// (entity, alias).
     pub aliases: Vec<(u32, String)>,
     pub relation_descriptions: HashMap<u32, String>,
@@ -163,10 +122,18 @@ pub struct RawKg {
 }
 
 impl RawKg {
-    pub fn add_triple(&mut self, h: &str, r: &str, t: &str) {
+    /// An empty graph whose triples spill to `dir` beyond `limit` in memory.
+    pub fn with_spill(limit: usize, dir: Option<PathBuf>) -> RawKg {
+        RawKg {
+            triples: Triples::with_limit(limit, dir),
+            ..RawKg::default()
+        }
+    }
+
+    pub fn add_triple(&mut self, h: &str, r: &str, t: &str) -> std::io::Result<()> {
         let h = self.entities.intern(h);
         let r = self.relations.intern(r);
         let t = self.entities.intern(t);
-        self.triples.push([h, r, t]);
+        self.triples.push([h, r, t])
     }
 }

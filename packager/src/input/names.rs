@@ -116,10 +116,14 @@ const MAX_REFINE: usize = 64;
 /// in the file: `_:` and 16 hex digits of a hash of the node's labels and
 /// edges, refined over its neighbours' hashes until the partition is stable
 /// (colour refinement). Nodes that stay alike are numbered (`-2`, `-3`, …).
-fn blank_names(kg: &RawKg, ids: &[u32], labels: &[Label]) -> HashMap<u32, String> {
+fn blank_names(
+    kg: &mut RawKg,
+    ids: &[u32],
+    labels: &[Label],
+) -> Result<HashMap<u32, String>, InputError> {
     let pos: HashMap<u32, usize> = ids.iter().enumerate().map(|(i, &e)| (e, i)).collect();
     if pos.is_empty() {
-        return HashMap::new();
+        return Ok(HashMap::new());
     }
     let mut own: Vec<Vec<String>> = vec![Vec::new(); ids.len()];
     for l in labels {
@@ -134,19 +138,24 @@ fn blank_names(kg: &RawKg, ids: &[u32], labels: &[Label]) -> HashMap<u32, String
             hash(&[b"blank", ls.join("\n").as_bytes()])
         })
         .collect();
-    let fixed = |e: u32| hash(&[kg.entities.names[e as usize].as_bytes()]);
-    let relation = |r: u32| hash(&[kg.relations.names[r as usize].as_bytes()]);
+    let fixed = |e: u32| hash(&[kg.entities.name(e).as_bytes()]);
+    let relation = |r: u32| hash(&[kg.relations.name(r).as_bytes()]);
     // Edges of each blank node.
     let mut edges: Vec<Vec<BlankEdge>> = vec![Vec::new(); ids.len()];
-    for &[h, r, t] in &kg.triples {
-        let end = |e: u32| pos.get(&e).copied().ok_or_else(|| fixed(e));
-        if let Some(&p) = pos.get(&h) {
-            edges[p].push((0, relation(r), end(t)));
+    let mut add = |block: &[[u32; 3]]| {
+        for &[h, r, t] in block {
+            let end = |e: u32| pos.get(&e).copied().ok_or_else(|| fixed(e));
+            if let Some(&p) = pos.get(&h) {
+                edges[p].push((0, relation(r), end(t)));
+            }
+            if let Some(&p) = pos.get(&t) {
+                edges[p].push((1, relation(r), end(h)));
+            }
         }
-        if let Some(&p) = pos.get(&t) {
-            edges[p].push((1, relation(r), end(h)));
-        }
-    }
+    };
+    kg.triples
+        .for_each_block(&mut add)
+        .map_err(InputError::Spill)?;
     let classes = |c: &[[u8; 32]]| c.iter().collect::<HashSet<_>>().len();
     let mut count = classes(&color);
     for _ in 0..MAX_REFINE {
@@ -196,7 +205,7 @@ fn blank_names(kg: &RawKg, ids: &[u32], labels: &[Label]) -> HashMap<u32, String
         };
         names.insert(ids[p], name);
     }
-    names
+    Ok(names)
 }
 
 /// Rounds of renaming entities whose names clash before giving up.
@@ -217,7 +226,7 @@ pub(super) fn name_entities(
     first: usize,
     labels: &[Label],
 ) -> Result<(), InputError> {
-    let keys: Vec<String> = kg.entities.names[first..].to_vec();
+    let keys: Vec<String> = kg.entities.names_from(first);
     let mut best: HashMap<u32, (u8, u8, &str, &str)> = HashMap::new();
     for l in labels {
         let (Some(rank), value) = (l.rank, l.value.trim()) else {
@@ -237,7 +246,7 @@ pub(super) fn name_entities(
         .filter(|(_, k)| matches!(kind(k), Kind::Blank))
         .map(|(i, _)| (first + i) as u32)
         .collect();
-    let blanks = blank_names(kg, &blank_ids, labels);
+    let blanks = blank_names(kg, &blank_ids, labels)?;
 
     // Base names and the qualifiers that tell clashing names apart.
     let mut base = Vec::with_capacity(keys.len());
@@ -270,8 +279,13 @@ pub(super) fn name_entities(
     let mut names = base.clone();
     for round in 0.. {
         let mut count: HashMap<&str, usize> = HashMap::new();
-        for n in kg.entities.names[..first].iter().chain(&names) {
-            *count.entry(n.as_str()).or_default() += 1;
+        for n in kg
+            .entities
+            .iter()
+            .take(first)
+            .chain(names.iter().map(String::as_str))
+        {
+            *count.entry(n).or_default() += 1;
         }
         let clashing: Vec<usize> = (0..names.len())
             .filter(|&i| count.get(names[i].as_str()).copied().unwrap_or(0) > 1)
@@ -323,7 +337,7 @@ fn local_name(iri: &str) -> &str {
 /// name (whatever the input order) or the local name is another predicate's
 /// IRI. The IRI is kept as the relation's source IRI and its description.
 pub(super) fn name_relations(kg: &mut RawKg, first: usize) {
-    let iris = kg.relations.names[first..].to_vec();
+    let iris = kg.relations.names_from(first);
     let mut locals: HashMap<&str, usize> = HashMap::new();
     for iri in &iris {
         *locals.entry(local_name(iri)).or_default() += 1;

@@ -95,8 +95,9 @@ impl Reading<'_> {
             }
         };
         // Relations are interned by IRI here and named afterwards.
-        self.kg.add_triple(&subject, predicate, &object);
-        Ok(())
+        self.kg
+            .add_triple(&subject, predicate, &object)
+            .map_err(InputError::Spill)
     }
 }
 

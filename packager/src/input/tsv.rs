@@ -15,7 +15,7 @@ fn for_each_tsv_line(
     n: usize,
     what: &str,
     progress: &ProgressBar,
-    mut f: impl FnMut(u64, &[&str]),
+    mut f: impl FnMut(u64, &[&str]) -> Result<(), InputError>,
 ) -> Result<(), InputError> {
     let mut reader = open(path, progress)?;
     let mut buf = Vec::new();
@@ -53,7 +53,7 @@ fn for_each_tsv_line(
         if let Some(i) = fields.iter().position(|f| f.is_empty()) {
             return Err(malformed(line_no, format!("field {} is empty", i + 1)));
         }
-        f(line_no, &fields);
+        f(line_no, &fields)?;
     }
     Ok(())
 }
@@ -61,7 +61,7 @@ fn for_each_tsv_line(
 /// Reads `head<TAB>relation<TAB>tail` lines.
 pub fn read_tsv(path: &Path, kg: &mut RawKg, progress: &ProgressBar) -> Result<(), InputError> {
     for_each_tsv_line(path, 3, "head, relation, tail", progress, |_, f| {
-        kg.add_triple(f[0], f[1], f[2])
+        kg.add_triple(f[0], f[1], f[2]).map_err(InputError::Spill)
     })
 }
 
@@ -71,19 +71,16 @@ pub fn read_aliases(path: &Path, kg: &mut RawKg, progress: &ProgressBar) -> Resu
     let mut skipped = 0u64;
     let mut first_skipped = None;
     let (entities, aliases) = (&kg.entities, &mut kg.aliases);
-    for_each_tsv_line(
-        path,
-        2,
-        "entity, alias",
-        progress,
-        |line, f| match entities.get(f[0]) {
+    for_each_tsv_line(path, 2, "entity, alias", progress, |line, f| {
+        match entities.get(f[0]) {
             Some(id) => aliases.push((id, f[1].to_string())),
             None => {
                 skipped += 1;
                 first_skipped.get_or_insert((line, f[0].to_string()));
             }
-        },
-    )?;
+        }
+        Ok(())
+    })?;
     if let Some((line, name)) = first_skipped {
         kg.warnings.push(format!(
             "{}: skipped {skipped} aliases of entities that are in no triple (first: line {line}, `{name}`)",
@@ -101,18 +98,15 @@ pub fn read_relation_descriptions(
 ) -> Result<(), InputError> {
     let mut unknown = Vec::new();
     let (relations, descriptions) = (&kg.relations, &mut kg.relation_descriptions);
-    for_each_tsv_line(
-        path,
-        2,
-        "relation, description",
-        progress,
-        |line, f| match relations.get(f[0]) {
+    for_each_tsv_line(path, 2, "relation, description", progress, |line, f| {
+        match relations.get(f[0]) {
             Some(id) => {
                 descriptions.insert(id, f[1].to_string());
             }
             None => unknown.push(format!("line {line}: `{}`", f[0])),
-        },
-    )?;
+        }
+        Ok(())
+    })?;
     if !unknown.is_empty() {
         kg.warnings.push(format!(
             "{}: skipped descriptions of relations that are in no triple: {}",

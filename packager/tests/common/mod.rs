@@ -65,6 +65,7 @@ pub fn options(triples: &Path) -> PackOptions {
         reranker: None,
         probes: Vec::new(),
         allow_failing_probes: false,
+        scale: Default::default(),
     }
 }
 

@@ -88,6 +88,24 @@ pub enum BundleError {
     BadSection { name: String, problem: String },
     #[error("invalid bundle contents: {0}")]
     Build(String),
+    #[error("corrupt delta update: {0}")]
+    DeltaCorrupt(String),
+    #[error(
+        "bad delta signature: the delta's header, instruction table or the new bundle's prefix \
+         was altered after signing by key {key_id}"
+    )]
+    DeltaBadSignature { key_id: String },
+    #[error("delta update is for base bundle {delta_base}, but the base here is {found}")]
+    DeltaWrongBase { delta_base: String, found: String },
+    #[error(
+        "delta update does not rebuild the new bundle: section `{name}` came out with sha256 \
+         {found}, the new bundle's signed table says {expected}"
+    )]
+    DeltaMismatch {
+        name: String,
+        expected: String,
+        found: String,
+    },
 }
 
 impl BundleError {

@@ -57,7 +57,7 @@ pub fn plan(prefix: &Prefix, include: impl Fn(&SectionEntry) -> bool) -> Plan {
     }
 }
 
-fn image_header(prefix_len: u64, total_len: u64) -> [u8; IMAGE_HEADER_LEN as usize] {
+pub(crate) fn image_header(prefix_len: u64, total_len: u64) -> [u8; IMAGE_HEADER_LEN as usize] {
     let mut h = [0u8; IMAGE_HEADER_LEN as usize];
     h[0..8].copy_from_slice(&IMAGE_MAGIC);
     h[8..12].copy_from_slice(&IMAGE_VERSION.to_le_bytes());

@@ -17,6 +17,9 @@ use crate::error::{BundleError, Result};
 
 /// Prepended to the signed bytes so a signature cannot be replayed for another purpose.
 pub const SIGNING_DOMAIN: &[u8] = b"kgbox-bundle-v1\0";
+/// The domain of a delta update's signature (`docs/bundle-format.md`,
+/// section 13): a delta's signature is never valid for a bundle, nor the reverse.
+pub const DELTA_SIGNING_DOMAIN: &[u8] = b"kgbox-delta-v1\0\0";
 
 pub const PUBLIC_TAG: &str = "kgbox-ed25519-public";
 pub const SECRET_TAG: &str = "kgbox-ed25519-secret";
@@ -122,8 +125,18 @@ impl SecretKey {
 
     /// Signs `SIGNING_DOMAIN || message`.
     pub fn sign_bundle(&self, message: &[u8]) -> [u8; 64] {
-        let mut m = Vec::with_capacity(SIGNING_DOMAIN.len() + message.len());
-        m.extend_from_slice(SIGNING_DOMAIN);
+        self.sign_in(SIGNING_DOMAIN, message)
+    }
+
+    /// Signs `DELTA_SIGNING_DOMAIN || message` (a delta update's header,
+    /// info, new prefix and instruction table).
+    pub fn sign_delta(&self, message: &[u8]) -> [u8; 64] {
+        self.sign_in(DELTA_SIGNING_DOMAIN, message)
+    }
+
+    fn sign_in(&self, domain: &[u8], message: &[u8]) -> [u8; 64] {
+        let mut m = Vec::with_capacity(domain.len() + message.len());
+        m.extend_from_slice(domain);
         m.extend_from_slice(message);
         self.key.sign(&m).to_bytes()
     }
@@ -175,6 +188,12 @@ fn parse_line(text: &str, tag: &str) -> Result<([u8; 32], String)> {
     Ok((bytes, parts.collect::<Vec<_>>().join(" ")))
 }
 
+/// Why a signature was refused: no trusted key has its id, or it is bad.
+enum BadSig {
+    Untrusted(BundleError),
+    Bad(String),
+}
+
 /// The public keys whose bundles this device installs.
 #[derive(Debug, Clone, Default)]
 pub struct TrustedKeys {
@@ -202,22 +221,51 @@ impl TrustedKeys {
         signed: &[u8],
         signature: &[u8],
     ) -> Result<&PublicKey> {
+        self.verify_in(SIGNING_DOMAIN, key_id, signed, signature)
+            .map_err(|e| match e {
+                BadSig::Untrusted(e) => e,
+                BadSig::Bad(key_id) => BundleError::BadSignature { key_id },
+            })
+    }
+
+    /// Checks a delta update's signature over `signed` by the key `key_id`.
+    pub fn verify_delta(
+        &self,
+        key_id: KeyId,
+        signed: &[u8],
+        signature: &[u8],
+    ) -> Result<&PublicKey> {
+        self.verify_in(DELTA_SIGNING_DOMAIN, key_id, signed, signature)
+            .map_err(|e| match e {
+                BadSig::Untrusted(e) => e,
+                BadSig::Bad(key_id) => BundleError::DeltaBadSignature { key_id },
+            })
+    }
+
+    /// The key that made a valid signature, else why not.
+    fn verify_in(
+        &self,
+        domain: &[u8],
+        key_id: KeyId,
+        signed: &[u8],
+        signature: &[u8],
+    ) -> Result<&PublicKey, BadSig> {
         let key = self
             .keys
             .iter()
             .find(|k| k.key_id() == key_id)
-            .ok_or_else(|| BundleError::UntrustedKey {
-                key_id: key_id.to_string(),
+            .ok_or_else(|| {
+                BadSig::Untrusted(BundleError::UntrustedKey {
+                    key_id: key_id.to_string(),
+                })
             })?;
-        let mut m = Vec::with_capacity(SIGNING_DOMAIN.len() + signed.len());
-        m.extend_from_slice(SIGNING_DOMAIN);
+        let mut m = Vec::with_capacity(domain.len() + signed.len());
+        m.extend_from_slice(domain);
         m.extend_from_slice(signed);
         if key.verify(&m, signature) {
             Ok(key)
         } else {
-            Err(BundleError::BadSignature {
-                key_id: key_id.to_string(),
-            })
+            Err(BadSig::Bad(key_id.to_string()))
         }
     }
 }

@@ -21,6 +21,7 @@ compile_error!(
     "kgbox images store little-endian arrays viewed in place; big-endian hosts are not supported"
 );
 
+pub mod delta;
 pub mod error;
 pub mod format;
 pub mod image;

@@ -33,6 +33,68 @@ impl Default for Limits {
     }
 }
 
+/// Copies the decompressed bytes of section `name` from `source` to `out`
+/// in 64 KiB steps, stopping as soon as they would exceed `raw_len` (a
+/// decompression bomb) and refusing fewer; returns their sha256.
+pub(crate) fn pump(
+    name: &str,
+    source: &mut dyn Read,
+    raw_len: u64,
+    out: &mut dyn Write,
+) -> Result<[u8; 32]> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; CHUNK];
+    let mut total = 0u64;
+    loop {
+        let n = source.read(&mut buf).map_err(|e| BundleError::Decompress {
+            name: name.to_string(),
+            source: e,
+        })?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        if total > raw_len {
+            return Err(BundleError::DecompressedOverrun {
+                name: name.to_string(),
+                declared: raw_len,
+            });
+        }
+        hasher.update(&buf[..n]);
+        out.write_all(&buf[..n])
+            .map_err(|e| BundleError::io(format!("writing section `{name}`"), e))?;
+    }
+    if total != raw_len {
+        return Err(BundleError::DecompressedUnderrun {
+            name: name.to_string(),
+            declared: raw_len,
+            found: total,
+        });
+    }
+    Ok(hasher.finalize().into())
+}
+
+/// What reads a section's stored bytes as its raw bytes: the bytes
+/// themselves, or a zstd decoder with the window limit.
+pub(crate) fn stored_decoder<'a>(
+    name: &str,
+    compression: u32,
+    stored: impl Read + 'a,
+    limits: &Limits,
+) -> Result<Box<dyn Read + 'a>> {
+    if compression == COMPRESSION_NONE {
+        return Ok(Box::new(stored));
+    }
+    let bad = |source| BundleError::Decompress {
+        name: name.to_string(),
+        source,
+    };
+    let mut d = zstd::stream::read::Decoder::with_buffer(BufReader::with_capacity(CHUNK, stored))
+        .map_err(bad)?;
+    d.window_log_max(limits.window_log_max).map_err(bad)?;
+    Ok(Box::new(d))
+}
+
 /// A bundle opened for verification or installation.
 pub struct BundleReader<R> {
     inner: R,
@@ -184,52 +246,8 @@ impl<R: Read + Seek> BundleReader<R> {
         }
         let name = entry.name.clone();
         let stored = self.stored_reader(entry)?;
-        let mut source: Box<dyn Read + '_> = if entry.compression == COMPRESSION_NONE {
-            Box::new(stored)
-        } else {
-            let mut d =
-                zstd::stream::read::Decoder::with_buffer(BufReader::with_capacity(CHUNK, stored))
-                    .map_err(|e| BundleError::Decompress {
-                    name: name.clone(),
-                    source: e,
-                })?;
-            d.window_log_max(limits.window_log_max)
-                .map_err(|e| BundleError::Decompress {
-                    name: name.clone(),
-                    source: e,
-                })?;
-            Box::new(d)
-        };
-        let mut hasher = Sha256::new();
-        let mut buf = vec![0u8; CHUNK];
-        let mut total = 0u64;
-        loop {
-            let n = source.read(&mut buf).map_err(|e| BundleError::Decompress {
-                name: name.clone(),
-                source: e,
-            })?;
-            if n == 0 {
-                break;
-            }
-            total += n as u64;
-            if total > entry.raw_len {
-                return Err(BundleError::DecompressedOverrun {
-                    name,
-                    declared: entry.raw_len,
-                });
-            }
-            hasher.update(&buf[..n]);
-            out.write_all(&buf[..n])
-                .map_err(|e| BundleError::io(format!("writing section `{name}`"), e))?;
-        }
-        if total != entry.raw_len {
-            return Err(BundleError::DecompressedUnderrun {
-                name,
-                declared: entry.raw_len,
-                found: total,
-            });
-        }
-        let found: [u8; 32] = hasher.finalize().into();
+        let mut source = stored_decoder(&name, entry.compression, stored, limits)?;
+        let found = pump(&name, &mut source, entry.raw_len, out)?;
         if found != entry.sha256_raw {
             return Err(BundleError::ChecksumMismatch {
                 name,

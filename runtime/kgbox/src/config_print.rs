@@ -57,8 +57,9 @@ impl Effective {
 }
 
 /// Checks what [`Config::load`] leaves to the moment a file is used: the
-/// trusted keys parse, the MQTT TLS files (when MQTT is on) and the local
-/// planner's model (when it is the planner) can be read.
+/// trusted keys parse, the MQTT TLS files (when MQTT is on), the local
+/// planner's model (when it is the planner) and the SPARQL store's auth
+/// header and CA files can be read.
 pub fn check_files(cfg: &Config) -> Result<()> {
     cfg.trusted_keys()?;
     let m = &cfg.mqtt;
@@ -78,6 +79,25 @@ pub fn check_files(cfg: &Config) -> Result<()> {
             readable("llm.local_model", path)?;
         }
     }
+    let store = &cfg.sparql_store;
+    for (key, path) in [
+        ("auth_header_file", &store.auth_header_file),
+        ("ca_file", &store.ca_file),
+    ] {
+        if let Some(path) = path {
+            readable(&format!("sparql_store.{key}"), path)?;
+        }
+    }
+    for (name, o) in &store.bundles {
+        for (key, path) in [
+            ("auth_header_file", &o.auth_header_file),
+            ("ca_file", &o.ca_file),
+        ] {
+            if let Some(path) = path {
+                readable(&format!("sparql_store.bundles.{name}.{key}"), path)?;
+            }
+        }
+    }
     Ok(())
 }
 
@@ -95,12 +115,17 @@ fn readable(key: &str, path: &Path) -> Result<()> {
 }
 
 /// The variables holding secrets (`admin.token_env`, `mqtt.password_env`,
-/// `llm.api_key_env`), each with whether it is set; never their values.
+/// `llm.api_key_env`, `sparql_store.auth_header_env`), each with whether it
+/// is set; never their values.
 pub fn secrets(cfg: &Config) -> Vec<(&'static str, String, bool)> {
     [
         ("admin.token_env", &cfg.admin.token_env),
         ("mqtt.password_env", &cfg.mqtt.password_env),
         ("llm.api_key_env", &cfg.llm.api_key_env),
+        (
+            "sparql_store.auth_header_env",
+            &cfg.sparql_store.auth_header_env,
+        ),
     ]
     .into_iter()
     .map(|(key, var)| {

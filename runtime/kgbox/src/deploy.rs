@@ -90,11 +90,16 @@ fn bundle_ref(b: &LoadedBundle) -> BundleRef {
     }
 }
 
-/// Runs the bundle's probe queries with the configured executor.
+/// Runs the bundle's probe queries with the configured executor (the
+/// symbolic one in place of `sparql_store`: the check is of the bundle, and
+/// a store that is down must not roll it back).
 pub fn run_probes(served: &Served, cfg: &Config) -> Result<Vec<ProbeOutcome>, String> {
     let kg = served.bundle.kg().map_err(|e| e.to_string())?;
     let mut opts = cfg.query.exec_options();
-    opts.executor = served.executor.mode;
+    opts.executor = match served.executor.mode {
+        kgbox_query::Executor::SparqlStore => kgbox_query::Executor::Symbolic,
+        mode => mode,
+    };
     opts.deadline = Some(Instant::now() + Duration::from_millis(cfg.health.probe_timeout_ms));
     let projector = crate::neural::projector(
         &kg,
@@ -279,6 +284,10 @@ impl Deployer {
         };
         DeviceStatus {
             bundle: bundle_ref(&served.bundle),
+            // The demo bundle is no base a delta could be applied to
+            // (nothing is installed): no digest, so no pusher offers one.
+            digest: (served.bundle.source != Source::Demo)
+                .then(|| hex::encode(served.bundle.view().prefix.digest())),
             source: served.bundle.source.label(),
             slot,
             health: info.health,

@@ -52,6 +52,16 @@ pub enum Error {
     NothingInstalled(PathBuf),
     #[error("cannot roll back: {0}")]
     Rollback(String),
+    #[error(
+        "this delta update is for {delta_base}, but no bundle is installed here to apply it to; \
+         install the full bundle"
+    )]
+    DeltaNoBase { delta_base: String },
+    #[error(
+        "this delta update is for {delta_base}, but the active bundle is {active}; push the full \
+         bundle, or a delta made against the active one"
+    )]
+    DeltaBase { delta_base: String, active: String },
     #[error("installed image {path} cannot be loaded")]
     BadImage {
         path: PathBuf,

@@ -1,14 +1,18 @@
 //! Verifying and installing bundles into the inactive slot, loading the
-//! active one, and rolling back.
+//! active one, and rolling back. A delta update (`kgbox_bundle::delta`,
+//! told apart by its magic) goes the same way: its image is built from the
+//! active slot's image and the delta, then checked, written and committed
+//! exactly as a bundle's.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
+use kgbox_bundle::delta::{is_delta, BundleId, DeltaReader};
 use kgbox_bundle::sections::{check_known, include_in_image};
-use kgbox_bundle::{image, BundleReader, Manifest, TrustedKeys};
+use kgbox_bundle::{image, BundleReader, Limits, Manifest, Prefix, TrustedKeys};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -25,12 +29,23 @@ pub struct Verified {
     pub key_id: String,
     pub digest: String,
     pub bytes: u64,
+    /// For a delta update: the base it applies to (the active bundle).
+    pub delta_base: Option<String>,
 }
 
-/// Opens a bundle file for reading. Anything but a regular file (a FIFO,
-/// a device, a directory) is refused at once: it is opened without
-/// blocking, then checked, so a FIFO with no writer cannot hang us.
-fn open_bundle(path: &Path) -> Result<BundleReader<BufReader<File>>> {
+type Reader = BufReader<File>;
+
+/// A file offered for installation: a bundle, or a delta update.
+enum Incoming {
+    Bundle(Box<BundleReader<Reader>>),
+    Delta(Box<DeltaReader<Reader>>),
+}
+
+/// Opens a bundle or delta file for reading, told apart by its magic.
+/// Anything but a regular file (a FIFO, a device, a directory) is refused
+/// at once: it is opened without blocking, then checked, so a FIFO with no
+/// writer cannot hang us.
+fn open_incoming(path: &Path, keys: &TrustedKeys) -> Result<Incoming> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = OpenOptions::new()
         .read(true)
@@ -46,10 +61,112 @@ fn open_bundle(path: &Path) -> Result<BundleReader<BufReader<File>>> {
         });
     }
     // O_NONBLOCK means nothing for a regular file's reads.
-    Ok(BundleReader::open(BufReader::with_capacity(
-        64 * 1024,
-        file,
-    ))?)
+    let mut r = BufReader::with_capacity(64 * 1024, file);
+    let mut magic = Vec::with_capacity(8);
+    (&mut r)
+        .take(8)
+        .read_to_end(&mut magic)
+        .and_then(|_| r.seek(SeekFrom::Start(0)))
+        .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    Ok(if is_delta(&magic) {
+        // Its signature first: nothing in a delta is read before it holds.
+        Incoming::Delta(Box::new(DeltaReader::open_verified(r, keys)?.0))
+    } else {
+        Incoming::Bundle(Box::new(BundleReader::open(r)?))
+    })
+}
+
+impl Incoming {
+    /// The bundle it installs.
+    fn prefix(&self) -> &Prefix {
+        match self {
+            Incoming::Bundle(r) => r.prefix(),
+            Incoming::Delta(d) => d.new_prefix(),
+        }
+    }
+
+    fn file_len(&self) -> u64 {
+        match self {
+            Incoming::Bundle(r) => r.file_len(),
+            Incoming::Delta(d) => d.file_len(),
+        }
+    }
+
+    /// The signature (a delta's own, then the new bundle's), the policy,
+    /// the limits and the stored (or payload) hashes: everything that
+    /// needs no decompression. Returns the new bundle's key id.
+    fn check(&mut self, keys: &TrustedKeys, cfg: &Config, limits: &Limits) -> Result<String> {
+        let key_id = match self {
+            Incoming::Bundle(r) => r.verify_signature(keys)?.key_id(),
+            Incoming::Delta(d) => d.verify_signatures(keys)?.key_id(),
+        };
+        check_policy(self.prefix(), cfg)?;
+        match self {
+            Incoming::Bundle(r) => r.check_stored(limits, include_in_image)?,
+            Incoming::Delta(d) => d.check_payloads(limits, include_in_image)?,
+        }
+        Ok(key_id.to_string())
+    }
+
+    /// Writes the image: a bundle's sections decompressed, or a delta
+    /// applied to `base` (the active image).
+    fn write_image(
+        &mut self,
+        base: Option<&LoadedBundle>,
+        limits: &Limits,
+        out: &mut BufWriter<impl Write>,
+    ) -> Result<()> {
+        match (self, base) {
+            (Incoming::Bundle(r), _) => {
+                image::write_image(&mut **r, limits, include_in_image, out)?;
+            }
+            (Incoming::Delta(d), Some(base)) => {
+                let sections = |n: &str| base.section(n);
+                let digest = base.view().prefix.digest();
+                d.write_image(&sections, &digest, limits, include_in_image, out)?;
+            }
+            (Incoming::Delta(d), None) => {
+                return Err(Error::DeltaNoBase {
+                    delta_base: d.prefix().info.base.to_string(),
+                })
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How a slot record names its bundle (as a delta names its base).
+fn record_id(r: &SlotRecord) -> BundleId {
+    BundleId {
+        name: r.name.clone(),
+        version: r.version.clone(),
+        digest: r.bundle_digest.clone(),
+    }
+}
+
+/// The image a delta applies to: the active slot's, when its bundle is
+/// the delta's base. `active`: the active slot's record, if any.
+fn delta_base(
+    incoming: &Incoming,
+    store: Option<&Store>,
+    active: Option<&SlotRecord>,
+) -> Result<Option<LoadedBundle>> {
+    let Incoming::Delta(d) = incoming else {
+        return Ok(None);
+    };
+    let wanted = &d.prefix().info.base;
+    let (Some(store), Some(rec)) = (store, active) else {
+        return Err(Error::DeltaNoBase {
+            delta_base: wanted.to_string(),
+        });
+    };
+    if rec.bundle_digest != wanted.digest {
+        return Err(Error::DeltaBase {
+            delta_base: wanted.to_string(),
+            active: record_id(rec).to_string(),
+        });
+    }
+    LoadedBundle::open_image(&store.image_path(rec), rec.slot).map(Some)
 }
 
 /// Builds the image of a verified bundle in a temporary file and opens it
@@ -57,8 +174,9 @@ fn open_bundle(path: &Path) -> Result<BundleReader<BufReader<File>>> {
 /// lengths, UTF-8, indexes) that only the decompressed bytes can show.
 /// `verify` runs it so that it refuses every bundle `install` refuses.
 fn check_image(
-    reader: &mut BundleReader<BufReader<File>>,
-    limits: &kgbox_bundle::Limits,
+    incoming: &mut Incoming,
+    base: Option<&LoadedBundle>,
+    limits: &Limits,
 ) -> Result<()> {
     let dir = std::env::temp_dir();
     let tmp = tempfile::Builder::new()
@@ -70,7 +188,7 @@ fn check_image(
             source,
         })?;
     let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file());
-    image::write_image(reader, limits, include_in_image, &mut w)?;
+    incoming.write_image(base, limits, &mut w)?;
     w.flush()
         .map_err(|e| Error::io(format!("writing {}", tmp.path().display()), e))?;
     drop(w);
@@ -89,8 +207,8 @@ fn image_error(e: Error) -> Error {
 
 /// Checks what a bundle's prefix promises against this device: the
 /// `compatible` string, the minimum runtime and the known sections.
-fn check_policy(reader: &BundleReader<BufReader<File>>, cfg: &Config) -> Result<()> {
-    let m = &reader.prefix().manifest;
+fn check_policy(prefix: &Prefix, cfg: &Config) -> Result<()> {
+    let m = &prefix.manifest;
     if m.compatible != cfg.compatible {
         return Err(Error::Incompatible {
             bundle: m.compatible.clone(),
@@ -105,29 +223,43 @@ fn check_policy(reader: &BundleReader<BufReader<File>>, cfg: &Config) -> Result<
             running: running.to_string(),
         });
     }
-    check_known(reader.prefix())?;
+    check_known(prefix)?;
     Ok(())
 }
 
-/// Everything `install` checks, without touching the data dir.
+/// Everything `install` checks, without touching the data dir. A delta
+/// is applied to the active slot's image (read only) into a temporary file.
 pub fn verify(path: &Path, keys: &TrustedKeys, cfg: &Config) -> Result<Verified> {
     if keys.is_empty() {
         return Err(Error::NoTrustedKeys);
     }
-    let mut reader = open_bundle(path)?;
-    let key = reader.verify_signature(keys)?.key_id();
-    check_policy(&reader, cfg)?;
-    // The same checks as `install`, in the same order: stored hashes and
-    // limits, then every section decompressed into an image (raw hashes,
-    // limits) that is opened as `serve` opens it.
+    let mut incoming = open_incoming(path, keys)?;
+    // The same checks as `install`, in the same order: signature, policy,
+    // stored hashes and limits, then every section decompressed into an
+    // image (raw hashes, limits) that is opened as `serve` opens it.
     let limits = cfg.limits();
-    reader.check_stored(&limits, include_in_image)?;
-    check_image(&mut reader, &limits)?;
+    let key_id = incoming.check(keys, cfg, &limits)?;
+    // A delta reads the active image: the install lock, held until its
+    // image is built, keeps a concurrent install from recycling that slot
+    // under the map.
+    let (_lock, store) = match &incoming {
+        Incoming::Delta(_) if cfg.data_dir.is_dir() => (
+            Some(lock_installs(&cfg.data_dir)?),
+            Store::open(&cfg.data_dir, false)?,
+        ),
+        Incoming::Delta(_) | Incoming::Bundle(_) => (None, None),
+    };
+    let state = store.as_ref().map(Store::state).transpose()?;
+    let active = state.as_ref().and_then(|s| s.active_record());
+    let base = delta_base(&incoming, store.as_ref(), active)?;
+    check_image(&mut incoming, base.as_ref(), &limits)?;
+    let p = incoming.prefix();
     Ok(Verified {
-        manifest: reader.prefix().manifest.clone(),
-        key_id: key.to_string(),
-        digest: hex::encode(reader.prefix().digest()),
-        bytes: reader.file_len(),
+        manifest: p.manifest.clone(),
+        key_id,
+        digest: hex::encode(p.digest()),
+        bytes: incoming.file_len(),
+        delta_base: base.and(active).map(|a| record_id(a).to_string()),
     })
 }
 
@@ -141,6 +273,8 @@ pub struct InstallReport {
     pub record: SlotRecord,
     pub replaced: Option<String>,
     pub elapsed: Duration,
+    /// Installed from a delta update of this many bytes.
+    pub delta_bytes: Option<u64>,
 }
 
 /// An exclusive `flock` on `DATA_DIR/install.lock`, released on drop or death.
@@ -181,11 +315,9 @@ pub fn install(path: &Path, cfg: &Config, opts: &InstallOptions) -> Result<Insta
         return Err(Error::NoTrustedKeys);
     }
     let limits = cfg.limits();
-    let mut reader = open_bundle(path)?;
-    let key_id = reader.verify_signature(&keys)?.key_id().to_string();
-    check_policy(&reader, cfg)?;
-    reader.check_stored(&limits, include_in_image)?;
-    let manifest = reader.prefix().manifest.clone();
+    let mut incoming = open_incoming(path, &keys)?;
+    let key_id = incoming.check(&keys, cfg, &limits)?;
+    let manifest = incoming.prefix().manifest.clone();
 
     let data_dir = &cfg.data_dir;
     std::fs::create_dir_all(data_dir).map_err(|source| Error::NotWritable {
@@ -207,6 +339,19 @@ pub fn install(path: &Path, cfg: &Config, opts: &InstallOptions) -> Result<Insta
             }
         }
     }
+    // A delta's image is built completely, every section hash checked,
+    // before the inactive slot is touched: a refused delta leaves both
+    // slots, their records and the rollback target as they were.
+    let source = match delta_base(&incoming, Some(&store), active.as_ref())? {
+        Some(base) => {
+            let built = build_delta_image(&mut incoming, &base, data_dir, &limits)?;
+            drop(base);
+            ImageSource::Built(built)
+        }
+        None => {
+            ImageSource::Write(|w: &mut BufWriter<File>| incoming.write_image(None, &limits, w))
+        }
+    };
     let target = state.active.map(Slot::other).unwrap_or(Slot::A);
     let slot_dir = store.slot_dir(target);
     std::fs::create_dir_all(&slot_dir).map_err(|source| Error::NotWritable {
@@ -214,7 +359,7 @@ pub fn install(path: &Path, cfg: &Config, opts: &InstallOptions) -> Result<Insta
         source,
     })?;
     let generation = store.begin_install(target)?;
-    let result = write_slot(&store, &mut reader, &limits, target, generation);
+    let result = write_slot(&store, target, generation, source);
     let image_path = match result {
         Ok(p) => p,
         Err(e) => {
@@ -231,7 +376,7 @@ pub fn install(path: &Path, cfg: &Config, opts: &InstallOptions) -> Result<Insta
         name: manifest.name.clone(),
         version: manifest.version.to_string(),
         key_id,
-        bundle_digest: hex::encode(reader.prefix().digest()),
+        bundle_digest: hex::encode(incoming.prefix().digest()),
         installed_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
         image_bytes,
         error: String::new(),
@@ -243,18 +388,74 @@ pub fn install(path: &Path, cfg: &Config, opts: &InstallOptions) -> Result<Insta
         record,
         replaced: active.map(|a| format!("{} {}", a.name, a.version)),
         elapsed: started.elapsed(),
+        delta_bytes: matches!(incoming, Incoming::Delta(_)).then(|| incoming.file_len()),
     })
 }
 
-/// Clears the slot directory, writes `image-<gen>.tmp`, fsyncs it, renames it
-/// to `image-<gen>.kgbi`, fsyncs the directory and checks that it loads.
-fn write_slot(
+/// How a slot's image is made: written in place by `fill`, or already
+/// built and checked (a delta's, in `DATA_DIR/incoming/`).
+enum ImageSource<F> {
+    Write(F),
+    Built(tempfile::NamedTempFile),
+}
+
+/// Applies a delta to `base` (the active image) into a temporary file in
+/// `DATA_DIR/incoming/` (the data dir's filesystem, so that it can be
+/// renamed into a slot), checking every section's hash, fsyncs it and
+/// checks that it loads. On failure the file is removed, and the incoming
+/// dir too if this made it (and it is empty).
+fn build_delta_image(
+    incoming: &mut Incoming,
+    base: &LoadedBundle,
+    data_dir: &Path,
+    limits: &Limits,
+) -> Result<tempfile::NamedTempFile> {
+    let dir = data_dir.join("incoming");
+    let made_dir = !dir.is_dir();
+    std::fs::create_dir_all(&dir).map_err(|source| Error::NotWritable {
+        path: dir.clone(),
+        source,
+    })?;
+    let result = (|| {
+        let tmp = tempfile::Builder::new()
+            .prefix(".delta-image-")
+            .suffix(".tmp")
+            .tempfile_in(&dir)
+            .map_err(|source| Error::NotWritable {
+                path: dir.clone(),
+                source,
+            })?;
+        let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file());
+        incoming.write_image(Some(base), limits, &mut w)?;
+        w.flush()
+            .map_err(|e| Error::io(format!("writing {}", tmp.path().display()), e))?;
+        drop(w);
+        tmp.as_file()
+            .sync_all()
+            .map_err(|e| Error::io(format!("syncing {}", tmp.path().display()), e))?;
+        LoadedBundle::open_image(tmp.path(), Slot::A).map_err(image_error)?;
+        Ok(tmp)
+    })();
+    if result.is_err() && made_dir {
+        // Only if empty: an upload being assembled there stays.
+        let _ = std::fs::remove_dir(&dir);
+    }
+    result
+}
+
+/// Clears the slot directory, then either writes `image-<gen>.tmp` with
+/// `fill`, fsyncs it and renames it to `image-<gen>.kgbi`, or renames an
+/// already built image there; fsyncs the directory and checks that the
+/// image loads. On failure nothing of it is left in the slot.
+fn write_slot<F>(
     store: &Store,
-    reader: &mut BundleReader<BufReader<File>>,
-    limits: &kgbox_bundle::Limits,
     slot: Slot,
     generation: u64,
-) -> Result<PathBuf> {
+    source: ImageSource<F>,
+) -> Result<PathBuf>
+where
+    F: FnOnce(&mut BufWriter<File>) -> Result<()>,
+{
     let dir = store.slot_dir(slot);
     let entries =
         std::fs::read_dir(&dir).map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
@@ -264,21 +465,35 @@ fn write_slot(
     let tmp = dir.join(format!("image-{generation}.tmp"));
     let done = dir.join(format!("image-{generation}.kgbi"));
     let result = (|| {
-        let file = File::create(&tmp).map_err(|source| Error::NotWritable {
-            path: dir.clone(),
-            source,
-        })?;
-        let mut w = BufWriter::with_capacity(1 << 20, file);
-        image::write_image(reader, limits, include_in_image, &mut w)?;
-        w.flush()
-            .map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
-        let file = w
-            .into_inner()
-            .map_err(|e| Error::io(format!("writing {}", tmp.display()), e.into_error()))?;
-        file.sync_all()
-            .map_err(|e| Error::io(format!("syncing {}", tmp.display()), e))?;
-        std::fs::rename(&tmp, &done)
-            .map_err(|e| Error::io(format!("renaming {}", tmp.display()), e))?;
+        match source {
+            ImageSource::Write(fill) => {
+                let file = File::create(&tmp).map_err(|source| Error::NotWritable {
+                    path: dir.clone(),
+                    source,
+                })?;
+                let mut w = BufWriter::with_capacity(1 << 20, file);
+                fill(&mut w)?;
+                w.flush()
+                    .map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
+                let file = w
+                    .into_inner()
+                    .map_err(|e| Error::io(format!("writing {}", tmp.display()), e.into_error()))?;
+                file.sync_all()
+                    .map_err(|e| Error::io(format!("syncing {}", tmp.display()), e))?;
+                std::fs::rename(&tmp, &done)
+                    .map_err(|e| Error::io(format!("renaming {}", tmp.display()), e))?;
+            }
+            ImageSource::Built(built) => {
+                let from = built.path().to_path_buf();
+                // On failure the temporary file is dropped, so removed.
+                built
+                    .persist(&done)
+                    .map_err(|e| Error::io(format!("renaming {}", from.display()), e.error))?;
+                if let Some(parent) = from.parent() {
+                    let _ = fsync_dir(parent);
+                }
+            }
+        }
         fsync_dir(&dir)?;
         LoadedBundle::open_image(&done, slot).map_err(image_error)?;
         Ok(done.clone())

@@ -20,6 +20,7 @@ pub mod mqtt;
 pub mod neural;
 pub mod qa;
 pub mod served;
+pub mod sparql_store;
 pub mod store;
 
 pub use config::Config;

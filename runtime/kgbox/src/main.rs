@@ -53,6 +53,9 @@ enum Command {
     /// Evaluate against gold data.
     #[command(subcommand)]
     Eval(cmd::eval::EvalCommand),
+    /// Time the executors (1-3 hop random walks, non-hub and hub-touching),
+    /// entity linking and neural projection on the bundle's own graph.
+    Bench(cmd::bench::BenchArgs),
     /// Check a config file and print the effective configuration, or print the defaults.
     #[command(subcommand)]
     Config(cmd::config::ConfigCommand),
@@ -81,6 +84,7 @@ fn run(started: Instant) -> Result<()> {
         Command::Render(args) => cmd::render::run(&cfg, &args),
         Command::Link(args) => cmd::link::run(&cfg, &args),
         Command::Eval(command) => cmd::eval::run(&cfg, &command),
+        Command::Bench(args) => cmd::bench::run(&cfg, &args),
         Command::Entity(args) => cmd::entity::run(&cfg, &args),
         Command::Config(_) => unreachable!("handled before the config is loaded"),
     }

@@ -35,7 +35,8 @@ pub fn load_model(
 }
 
 /// The neural projector for `executor`, over SEPPR subgraphs of `seppr.k`
-/// nodes: `None` for the symbolic executor or without a model.
+/// nodes: `None` for the symbolic and `sparql_store` executors or without a
+/// model.
 pub fn projector<'k, 'a>(
     kg: &'k Kg<'a>,
     model: Option<&'k UltraModel>,
@@ -43,21 +44,26 @@ pub fn projector<'k, 'a>(
     seppr: SepprParams,
 ) -> Option<NeuralProjector<'k, 'a>> {
     match executor {
-        Executor::Symbolic => None,
-        _ => model.map(|m| NeuralProjector::new(kg, m, seppr)),
+        Executor::Symbolic | Executor::SparqlStore => None,
+        Executor::Neural | Executor::Hybrid => model.map(|m| NeuralProjector::new(kg, m, seppr)),
     }
 }
 
-/// Runs a DSL query with the executor `opts.executor`, the neural ones over
-/// SEPPR subgraphs of `seppr.k` nodes.
+/// Runs a DSL query with the executor `opts.executor`: the neural ones over
+/// SEPPR subgraphs of `seppr.k` nodes, `sparql_store` on `store` (see
+/// [`crate::sparql_store`]).
 pub fn run_query(
     kg: &Kg<'_>,
     model: Option<&UltraModel>,
+    store: Option<&crate::sparql_store::SparqlStore>,
     text: &str,
     limits: &ParseLimits,
     opts: &ExecOptions,
     seppr: SepprParams,
 ) -> Result<(Answers, Timings), QueryError> {
+    if opts.executor == Executor::SparqlStore {
+        return crate::sparql_store::run_query(store, kg, text, limits, opts);
+    }
     let projector = projector(kg, model, opts.executor, seppr);
     let projector = projector.as_ref().map(|p| p as &dyn kgbox_query::Projector);
     kgbox_query::run_query_with(kg, text, limits, opts, projector)

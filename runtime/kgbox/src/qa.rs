@@ -40,6 +40,8 @@ pub struct Qa {
     pub strategies: crate::metrics::StrategyCounters,
     /// Which planner wrote the queries, for `/metrics`.
     pub plans: crate::metrics::PlanCounters,
+    /// The `sparql_store` executor's store for this bundle (or why none).
+    pub store: Arc<crate::sparql_store::SparqlStore>,
 }
 
 /// One question's settings (request fields over the configuration).
@@ -135,6 +137,10 @@ impl Qa {
             reranker,
             strategies: crate::metrics::StrategyCounters::default(),
             plans: crate::metrics::PlanCounters::default(),
+            store: Arc::new(crate::sparql_store::SparqlStore::for_bundle(
+                &cfg.sparql_store,
+                &bundle.manifest().name,
+            )),
         })
     }
 
@@ -207,6 +213,7 @@ impl Qa {
             kg: &kg,
             encoder,
             model,
+            store: &self.store,
             cfg,
             params,
             link: LinkOptions::default(),
@@ -246,6 +253,7 @@ struct Served<'a, 'k> {
     kg: &'a kgbox_bundle::Kg<'k>,
     encoder: Option<&'a crate::dense::Encoder>,
     model: Option<&'a UltraModel>,
+    store: &'a crate::sparql_store::SparqlStore,
     cfg: &'a Config,
     params: &'a AskParams,
     link: LinkOptions,
@@ -269,6 +277,7 @@ impl Stages for Served<'_, '_> {
         crate::neural::run_query(
             self.kg,
             self.model,
+            Some(self.store),
             spec.query,
             &self.limits,
             &exec,

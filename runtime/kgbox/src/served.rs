@@ -29,7 +29,12 @@ impl Served {
         let encoder = load_encoder(&bundle, &cfg.executor);
         let model = load_model(&bundle, cfg);
         let mut executor = cfg.executor.clone();
-        if model.is_none() && executor.mode != kgbox_query::Executor::Symbolic {
+        if model.is_none()
+            && matches!(
+                executor.mode,
+                kgbox_query::Executor::Neural | kgbox_query::Executor::Hybrid
+            )
+        {
             tracing::warn!(
                 configured = %executor.mode,
                 "no neural query model: requests that name no executor run symbolic"
@@ -38,6 +43,21 @@ impl Served {
         }
         let qa = crate::qa::Qa::load(&bundle, encoder.clone(), cfg)
             .map_err(|e| format!("cannot set up question answering: {e}"))?;
+        if executor.mode == kgbox_query::Executor::SparqlStore {
+            match qa.store.unavailable() {
+                // The device keeps answering from its own graph.
+                Some(why) => {
+                    tracing::warn!(
+                        "{why}: requests that name no executor run symbolic on the bundle"
+                    );
+                    executor.mode = kgbox_query::Executor::Symbolic;
+                }
+                None => tracing::info!(
+                    endpoint = qa.store.endpoint().unwrap_or(""),
+                    "queries run on the SPARQL store (executor.mode = sparql_store)"
+                ),
+            }
+        }
         tracing::info!(planner = %cfg.planner.kind, "question answering: {}", qa.describe());
         Ok(Served {
             bundle: Arc::new(bundle),

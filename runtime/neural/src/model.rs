@@ -11,7 +11,7 @@ use crate::subgraph::Subgraph;
 use crate::{NeuralError, Result};
 
 /// Conditioning relations run through the relation model at once.
-const RELATION_BATCH: usize = 32;
+pub const RELATION_BATCH: usize = 32;
 
 /// One projection to score: the relation representations are conditioned on
 /// `condition`, the query vector is that of `relation` (equal for

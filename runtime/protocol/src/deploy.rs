@@ -176,6 +176,11 @@ pub enum Stage {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceStatus {
     pub bundle: BundleRef,
+    /// Hex sha256 of the served bundle's signed prefix (its digest): the
+    /// base a delta update must be made against. Absent from devices that
+    /// predate delta updates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
     /// `slot-a`, `slot-b` or `demo`.
     pub source: String,
     pub slot: Option<Slot>,

@@ -271,6 +271,7 @@ fn deploy_report_is_the_bundles_body() {
 fn device_status(slot: Option<Slot>, last_deploy: Option<DeployReport>) -> DeviceStatus {
     DeviceStatus {
         bundle: films("1.1.0"),
+        digest: None,
         source: match slot {
             Some(s) => format!("slot-{s}"),
             None => "demo".into(),
@@ -316,6 +317,13 @@ fn the_retained_status_and_the_last_will() {
     same(
         &StatusMessage::online("edge-7", device_status(Some(Slot::A), None)),
         r#"{"bundle":{"name":"films","version":"1.1.0"},"device_id":"edge-7","health":"good","kgbox_version":"0.1.0","online":true,"slot":"a","source":"slot-a","uptime_s":3600}"#,
+    );
+    // A device that reports its bundle's digest (the base of delta updates).
+    let mut status = device_status(Some(Slot::A), None);
+    status.digest = Some("be3b6854".into());
+    same(
+        &StatusMessage::online("edge-7", status),
+        r#"{"bundle":{"name":"films","version":"1.1.0"},"device_id":"edge-7","digest":"be3b6854","health":"good","kgbox_version":"0.1.0","online":true,"slot":"a","source":"slot-a","uptime_s":3600}"#,
     );
 }
 

@@ -47,9 +47,15 @@ pub enum Executor {
     /// [`Fusion`] (calibrated at pack time when the bundle has one; by
     /// default what the KG states first, each group by the neural score).
     Hybrid,
+    /// The plan rendered as SPARQL and run on an external graph store
+    /// (the runtime's `sparql_store` backend): the symbolic executor's
+    /// answers, computed elsewhere. [`execute_with`] refuses it.
+    #[serde(rename = "sparql_store")]
+    SparqlStore,
 }
 
 impl Executor {
+    /// The executors that run in process, over the bundle's graph.
     pub const ALL: [Executor; 3] = [Executor::Symbolic, Executor::Neural, Executor::Hybrid];
 
     pub fn name(self) -> &'static str {
@@ -57,6 +63,7 @@ impl Executor {
             Executor::Symbolic => "symbolic",
             Executor::Neural => "neural",
             Executor::Hybrid => "hybrid",
+            Executor::SparqlStore => "sparql_store",
         }
     }
 }
@@ -67,8 +74,13 @@ impl std::str::FromStr for Executor {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Executor::ALL
             .into_iter()
+            .chain([Executor::SparqlStore])
             .find(|e| e.name() == s)
-            .ok_or_else(|| format!("unknown executor {s:?} (expected symbolic, neural or hybrid)"))
+            .ok_or_else(|| {
+                format!(
+                    "unknown executor {s:?} (expected symbolic, neural, hybrid or sparql_store)"
+                )
+            })
     }
 }
 
@@ -159,6 +171,34 @@ pub enum ExecError {
     NoModel(Executor),
     #[error("the neural projection failed: {0}")]
     Neural(String),
+    #[error(
+        "the {0} executor does not run in process: the runtime sends its queries to the store"
+    )]
+    NotInProcess(Executor),
+    /// An executor that runs elsewhere (`sparql_store`) failed; the message
+    /// names the endpoint.
+    #[error("{message}")]
+    Remote {
+        failure: RemoteFailure,
+        message: String,
+    },
+}
+
+/// How a query sent to an external store failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteFailure {
+    /// No reply within the store's timeout.
+    Timeout,
+    /// The store could not be reached (connection refused, DNS, reset).
+    Unavailable,
+    /// The store answered with an error status or results that do not parse.
+    BadReply,
+    /// The results are larger than the configured bound.
+    TooLarge,
+    /// The query needs something the store's semantics cannot give.
+    Unsupported,
+    /// No store is configured for the bundle.
+    NotConfigured,
 }
 
 struct Run<'k, 'a> {
@@ -187,6 +227,9 @@ pub fn execute_with(
 ) -> Result<Answers, ExecError> {
     if plan.nodes.is_empty() {
         return Err(ExecError::BadPlan("empty plan".into()));
+    }
+    if opts.executor == Executor::SparqlStore {
+        return Err(ExecError::NotInProcess(opts.executor));
     }
     if opts.executor != Executor::Symbolic && projector.is_none() {
         return Err(ExecError::NoModel(opts.executor));
@@ -295,7 +338,9 @@ impl<'a> Run<'_, 'a> {
                         }
                         _ => self.project(&x, relation, inverse)?,
                     },
-                    Executor::Neural | Executor::Hybrid => self.neural(&x, relation, inverse)?,
+                    Executor::Neural | Executor::Hybrid | Executor::SparqlStore => {
+                        self.neural(&x, relation, inverse)?
+                    }
                 };
                 self.sets[input] = Some(x);
                 let mut out = out;

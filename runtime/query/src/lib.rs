@@ -31,7 +31,7 @@ pub use ast::Query;
 pub use diag::{DiagKind, Diagnostic};
 pub use exec::{
     execute, execute_with, Answer, Answers, ExecError, ExecOptions, Executor, Projector,
-    ANCHOR_WEIGHT,
+    RemoteFailure, ANCHOR_WEIGHT,
 };
 pub use fusion::Fusion;
 pub use parse::{parse, parse_with, ParseLimits};

@@ -9,10 +9,12 @@
 //!   `{relation_ns}{percent-encoded relation name}`.
 //!
 //! Semantics: AND is an intersection, OR a union, NOT a complement inside
-//! its AND; with `exclude_anchors` a projection never returns the anchor
+//! its AND (SPARQL: a `MINUS` after the AND's other operands); with `exclude_anchors` a projection never returns the anchor
 //! entities of its own input (kgbox's default). Each hop is its own `MATCH`
 //! clause in Cypher, so the same edge may be walked twice, as kgbox does
 //! (one `MATCH` pattern would forbid that).
+
+use std::cell::{Cell, RefCell};
 
 use kgbox_bundle::Kg;
 
@@ -109,12 +111,20 @@ pub fn render(
         return Err(RenderError::Empty);
     }
     let root = plan.root();
-    let r = Renderer { kg, plan, opts };
+    let r = Renderer {
+        kg,
+        plan,
+        opts,
+        vars: RefCell::new(Vec::new()),
+        in_not: Cell::new(0),
+    };
     match lang {
         Language::Sparql => {
-            let mut body = String::new();
-            r.sparql(root, "?x", &mut 0, &mut body)?;
-            Ok(format!("SELECT DISTINCT ?x WHERE {{ {body}}}"))
+            let p = sparql_pattern(kg, plan, opts)?;
+            Ok(format!(
+                "SELECT DISTINCT {ANSWER_VAR} WHERE {{ {}}}",
+                p.body
+            ))
         }
         Language::Cypher => {
             // A top-level OR becomes a UNION of whole queries.
@@ -138,6 +148,49 @@ pub fn render(
     }
 }
 
+/// The variable of a SPARQL rendering that holds the answers.
+pub const ANSWER_VAR: &str = "?x";
+
+/// A plan as a SPARQL group pattern, with the variable of each node: what a
+/// caller needs to ask a store for the answers' derivations as well
+/// (`SELECT` of every variable) and read provenance back from them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SparqlPattern {
+    /// The group's patterns without the braces: the answers are
+    /// `SELECT DISTINCT ?x WHERE { body}` ([`render`]'s text).
+    pub body: String,
+    /// `vars[node]`: the variable bound to node `node`'s entities (`?x`
+    /// for the root and the operands of its AND and OR, `?v1`, ... for
+    /// the input of each projection); `None` for a node inside a NOT
+    /// (a `MINUS` binds nothing in the solutions).
+    pub vars: Vec<Option<String>>,
+}
+
+/// Renders `plan` (bound against `kg`) as a SPARQL group pattern with its
+/// variables (see [`SparqlPattern`]).
+pub fn sparql_pattern(
+    kg: &Kg<'_>,
+    plan: &Plan,
+    opts: &RenderOptions,
+) -> Result<SparqlPattern, RenderError> {
+    if plan.nodes.is_empty() {
+        return Err(RenderError::Empty);
+    }
+    let r = Renderer {
+        kg,
+        plan,
+        opts,
+        vars: RefCell::new(vec![None; plan.nodes.len()]),
+        in_not: Cell::new(0),
+    };
+    let mut body = String::new();
+    r.sparql(plan.root(), ANSWER_VAR, &mut 0, &mut body)?;
+    Ok(SparqlPattern {
+        body,
+        vars: r.vars.into_inner(),
+    })
+}
+
 #[derive(Default)]
 struct Cypher {
     clauses: Vec<String>,
@@ -148,6 +201,10 @@ struct Renderer<'a, 'k> {
     kg: &'a Kg<'k>,
     plan: &'a Plan,
     opts: &'a RenderOptions,
+    /// SPARQL: the variable of each node rendered outside a NOT.
+    vars: RefCell<Vec<Option<String>>>,
+    /// SPARQL: NOTs around the node being rendered.
+    in_not: Cell<usize>,
 }
 
 /// A Cypher string literal.
@@ -216,6 +273,11 @@ impl Renderer<'_, '_> {
         counter: &mut usize,
         out: &mut String,
     ) -> Result<(), RenderError> {
+        if self.in_not.get() == 0 {
+            if let Some(slot) = self.vars.borrow_mut().get_mut(node) {
+                *slot = Some(var.to_string());
+            }
+        }
         match self.plan.nodes.get(node).ok_or(RenderError::Dangling)? {
             Node::Anchor { entity } => {
                 out.push_str(&format!(
@@ -247,14 +309,23 @@ impl Renderer<'_, '_> {
                 }
             }
             Node::And(ops) => {
-                for op in ops {
-                    match self.plan.nodes.get(*op) {
-                        Some(Node::Not(inner)) => {
-                            out.push_str("FILTER NOT EXISTS { ");
-                            self.sparql(*inner, var, counter, out)?;
-                            out.push_str("} ");
-                        }
-                        _ => self.sparql(*op, var, counter, out)?,
+                // The positive operands first: a MINUS removes from what
+                // the group has bound before it. Every solution of a NOT's
+                // operand binds `var` (and only `var` is shared), so MINUS
+                // is NOT EXISTS here, and stores evaluate it once instead
+                // of once per candidate.
+                let is_not = |op: &usize| matches!(self.plan.nodes.get(*op), Some(Node::Not(_)));
+                for op in ops.iter().filter(|op| !is_not(op)) {
+                    self.sparql(*op, var, counter, out)?;
+                }
+                for op in ops.iter().filter(|op| is_not(op)) {
+                    if let Some(Node::Not(inner)) = self.plan.nodes.get(*op) {
+                        out.push_str("MINUS { ");
+                        self.in_not.set(self.in_not.get() + 1);
+                        let inner = self.sparql(*inner, var, counter, out);
+                        self.in_not.set(self.in_not.get() - 1);
+                        inner?;
+                        out.push_str("} ");
                     }
                 }
             }

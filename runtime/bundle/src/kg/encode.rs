@@ -11,37 +11,90 @@ pub fn lexical_index<S: AsRef<str>, A: AsRef<str>>(
     names: &[S],
     aliases: &[(u32, A)],
 ) -> Result<(Vec<u8>, Vec<u8>), fst::Error> {
-    let mut keys: Vec<(String, u32)> = Vec::with_capacity(names.len() + aliases.len());
+    let mut keys = IndexKeys::default();
     for (id, name) in names.iter().enumerate() {
-        keys.push((normalize(name.as_ref()), id as u32));
+        keys.add(name.as_ref(), id as u32);
     }
     for (e, a) in aliases {
-        keys.push((normalize(a.as_ref()), e | POSTING_ALIAS));
+        keys.add(a.as_ref(), e | POSTING_ALIAS);
     }
-    keys.retain(|(k, _)| !k.is_empty());
-    keys.sort_unstable_by(|a, b| {
-        (&a.0, a.1 & !POSTING_ALIAS, a.1).cmp(&(&b.0, b.1 & !POSTING_ALIAS, b.1))
-    });
-    keys.dedup_by(|later, earlier| {
-        later.0 == earlier.0 && (later.1 & !POSTING_ALIAS) == (earlier.1 & !POSTING_ALIAS)
-    });
-    let mut builder = fst::MapBuilder::memory();
-    let mut postings: Vec<u32> = Vec::new();
-    let mut i = 0;
-    while i < keys.len() {
-        let j = i + keys[i..].iter().take_while(|k| k.0 == keys[i].0).count();
-        let value = if j - i == 1 {
-            u64::from(keys[i].1)
-        } else {
-            let at = postings.len() as u64;
-            postings.push((j - i) as u32);
-            postings.extend(keys[i..j].iter().map(|k| k.1));
-            POSTINGS_LIST + at
-        };
-        builder.insert(&keys[i].0, value)?;
-        i = j;
+    let (fst, postings) = keys.build_into(Vec::new())?;
+    Ok((fst, u32s(&postings)))
+}
+
+/// The keys of a lexical index, gathered in one byte arena (about a third
+/// of the memory of a `String` per key), then sorted and written as the
+/// `fst` (to any writer, so a large index streams to a file) and the
+/// postings.
+#[derive(Default)]
+pub struct IndexKeys {
+    text: Vec<u8>,
+    /// (start in `text`, length, posting).
+    entries: Vec<(u64, u32, u32)>,
+}
+
+impl IndexKeys {
+    /// Adds `name` of entity `posting` (with [`POSTING_ALIAS`] for an alias).
+    pub fn add(&mut self, name: &str, posting: u32) {
+        let key = normalize(name);
+        if key.is_empty() {
+            return;
+        }
+        self.entries
+            .push((self.text.len() as u64, key.len() as u32, posting));
+        self.text.extend_from_slice(key.as_bytes());
     }
-    Ok((builder.into_inner()?, u32s(&postings)))
+
+    /// Writes the `fst` into `out`; returns it with the postings.
+    pub fn build_into<W: std::io::Write>(mut self, out: W) -> Result<(W, Vec<u32>), fst::Error> {
+        let text = &self.text;
+        let key = |e: &(u64, u32, u32)| &text[e.0 as usize..e.0 as usize + e.1 as usize];
+        let order = |e: &(u64, u32, u32)| (key(e), e.2 & !POSTING_ALIAS, e.2);
+        self.entries
+            .sort_unstable_by(|a, b| order(a).cmp(&order(b)));
+        // A name wins over an alias of the same entity with the same key.
+        self.entries.dedup_by(|later, earlier| {
+            key(later) == key(earlier) && (later.2 & !POSTING_ALIAS) == (earlier.2 & !POSTING_ALIAS)
+        });
+        let mut builder = fst::MapBuilder::new(out)?;
+        let mut postings: Vec<u32> = Vec::new();
+        let entries = &self.entries;
+        let mut i = 0;
+        while i < entries.len() {
+            let k = key(&entries[i]);
+            let j = i + entries[i..].iter().take_while(|e| key(e) == k).count();
+            let value = if j - i == 1 {
+                u64::from(entries[i].2)
+            } else {
+                let at = postings.len() as u64;
+                postings.push((j - i) as u32);
+                postings.extend(entries[i..j].iter().map(|e| e.2));
+                POSTINGS_LIST + at
+            };
+            builder.insert(k, value)?;
+            i = j;
+        }
+        Ok((builder.into_inner()?, postings))
+    }
+}
+
+/// Writes `count` strings given by `at` as a [`super::StringTable`]'s
+/// offsets and bytes, to any writers.
+pub fn string_table_into<'a, W: std::io::Write>(
+    count: usize,
+    at: impl Fn(usize) -> &'a str,
+    offsets: &mut W,
+    bytes: &mut W,
+) -> std::io::Result<()> {
+    let mut end = 0u64;
+    offsets.write_all(&end.to_ne_bytes())?;
+    for i in 0..count {
+        let s = at(i);
+        bytes.write_all(s.as_bytes())?;
+        end += s.len() as u64;
+        offsets.write_all(&end.to_ne_bytes())?;
+    }
+    Ok(())
 }
 
 /// Encodes strings as (offsets, bytes) for a [`super::StringTable`].

@@ -6,7 +6,8 @@ use anyhow::Result;
 use kgbox::install::{install, InstallOptions};
 use kgbox::Config;
 
-/// `kgbox install BUNDLE`.
+/// `kgbox install BUNDLE` (a bundle, or a delta update made against the
+/// active bundle by `kgbox-pack delta`).
 #[derive(Debug, clap::Args)]
 pub struct InstallArgs {
     pub bundle: PathBuf,
@@ -29,6 +30,9 @@ pub fn run(cfg: &Config, args: &InstallArgs) -> Result<()> {
         r.image_bytes,
         report.elapsed.as_secs_f64() * 1e3
     );
+    if let Some(n) = report.delta_bytes {
+        println!("from a delta update of {n} bytes, applied to the active bundle");
+    }
     if let Some(prev) = report.replaced {
         println!("previous: {prev} (kgbox rollback returns to it)");
     }

@@ -1,6 +1,7 @@
 //! One module per subcommand, and what several of them share.
 
 pub mod ask;
+pub mod bench;
 pub mod config;
 pub mod entity;
 pub mod eval;
@@ -34,7 +35,8 @@ pub struct BundleArgs {
 /// `--executor`, `--engine`, `--device`, `--seppr-k`: override `[executor]`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ExecArgs {
-    /// symbolic, neural or hybrid (neural and hybrid need a bundle built with `--ultra`).
+    /// symbolic, neural, hybrid (neural and hybrid need a bundle built with
+    /// `--ultra`) or sparql_store (the `[sparql_store]` endpoint).
     #[arg(long)]
     pub executor: Option<kgbox_query::Executor>,
     /// ONNX engine for the neural executor: tract or ort.
@@ -74,7 +76,11 @@ pub fn load_model(
     cfg: &kgbox::config::ExecutorConfig,
     always: bool,
 ) -> Result<Option<kgbox_neural::UltraModel>> {
-    if cfg.mode == kgbox_query::Executor::Symbolic && !always {
+    let neural = matches!(
+        cfg.mode,
+        kgbox_query::Executor::Neural | kgbox_query::Executor::Hybrid
+    );
+    if !neural && !always {
         return Ok(None);
     }
     let model = kgbox::neural::load_model(bundle, cfg).map_err(|e| {

@@ -72,9 +72,12 @@ pub fn run(cfg: &Config, args: &QueryArgs) -> Result<()> {
     }
     let exec = args.exec.apply(&cfg.executor);
     let model = super::load_model(&bundle, &exec, false)?;
+    let store =
+        kgbox::sparql_store::SparqlStore::for_bundle(&cfg.sparql_store, &bundle.manifest().name);
     let target = QueryTarget {
         kg: &kg,
         model: model.as_ref(),
+        store: Some(&store),
         query: &cfg.query,
         executor: &exec,
     };

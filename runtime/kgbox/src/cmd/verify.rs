@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use kgbox::Config;
 
-/// `kgbox verify BUNDLE`.
+/// `kgbox verify BUNDLE` (or a delta update: it is applied to the active
+/// bundle into a temporary file, as `install` would).
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
     pub bundle: PathBuf,
@@ -27,5 +28,8 @@ pub fn run(cfg: &Config, args: &VerifyArgs) -> Result<()> {
         v.manifest.stats.entities,
         v.manifest.stats.triples
     );
+    if let Some(base) = v.delta_base {
+        println!("a delta update: it rebuilds that bundle from the active {base}");
+    }
     Ok(())
 }

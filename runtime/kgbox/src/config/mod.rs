@@ -13,10 +13,12 @@ use crate::error::{Error, Result};
 mod deploy;
 mod mqtt;
 mod qa;
+mod sparql_store;
 
 pub use deploy::{AdminConfig, HealthConfig};
 pub use mqtt::{valid_topic_level, MqttConfig, MqttProtocol};
 pub use qa::{LlmConfig, PlannerConfig};
+pub use sparql_store::{SparqlStoreConfig, StoreOverride, StoreSettings};
 
 /// Used when no `--config` is given and this file exists.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/kgbox/config.toml";
@@ -42,6 +44,8 @@ pub struct Config {
     pub admin: AdminConfig,
     pub health: HealthConfig,
     pub mqtt: MqttConfig,
+    /// The external graph store of the `sparql_store` executor.
+    pub sparql_store: SparqlStoreConfig,
     pub log: LogConfig,
 }
 
@@ -49,7 +53,8 @@ pub struct Config {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ExecutorConfig {
-    /// Used when a request does not say: symbolic, neural or hybrid.
+    /// Used when a request does not say: symbolic, neural, hybrid or
+    /// sparql_store (the `[sparql_store]` endpoint).
     pub mode: kgbox_query::Executor,
     /// Engine for the bundle's models: native (the entity model in Rust;
     /// other models on ort when built, else tract), tract (built in) or ort
@@ -229,6 +234,7 @@ impl Default for Config {
             admin: AdminConfig::default(),
             health: HealthConfig::default(),
             mqtt: MqttConfig::default(),
+            sparql_store: SparqlStoreConfig::default(),
             log: LogConfig::default(),
         }
     }
@@ -282,8 +288,9 @@ impl Config {
     /// What [`Config::load`] extracts: the defaults, then the file (see
     /// [`Config::file_path`]), then the `KGBOX_*` variables except
     /// `KGBOX_CONFIG` and the variables that hold secrets (those named by
-    /// `admin.token_env`, `mqtt.password_env` and `llm.api_key_env`, and their
-    /// defaults), which are not configuration keys.
+    /// `admin.token_env`, `mqtt.password_env`, `llm.api_key_env` and
+    /// `sparql_store.auth_header_env`, and their defaults), which are not
+    /// configuration keys.
     pub fn figment(file: Option<&Path>) -> Result<Figment> {
         let mut fig = Figment::from(Serialized::defaults(Config::default()));
         if let Some(path) = Config::file_path(file) {
@@ -357,6 +364,7 @@ impl Config {
             ));
         }
         self.mqtt.check()?;
+        self.sparql_store.check(self.executor.mode)?;
         self.check_llm()
     }
 
@@ -480,7 +488,8 @@ fn figment_error(e: figment::Error) -> Error {
 }
 
 /// The variables holding secrets: the defaults of `admin.token_env`,
-/// `mqtt.password_env` and `llm.api_key_env`, and their values in `fig`.
+/// `mqtt.password_env`, `llm.api_key_env` and `sparql_store.auth_header_env`
+/// (and its per-bundle forms), and their values in `fig`.
 fn secret_vars(fig: &Figment) -> Vec<String> {
     let mut names = vec![
         AdminConfig::default().token_env,
@@ -491,6 +500,10 @@ fn secret_vars(fig: &Figment) -> Vec<String> {
         if let Ok(name) = fig.extract_inner::<String>(key) {
             names.push(name);
         }
+    }
+    names.extend(SparqlStoreConfig::default().secret_vars());
+    if let Ok(store) = fig.extract_inner::<SparqlStoreConfig>("sparql_store") {
+        names.extend(store.secret_vars());
     }
     names
 }

@@ -91,10 +91,11 @@ pub fn deploy_error(e: DeployError) -> ApiError {
                 Error::Downgrade { .. } => "downgrade",
                 Error::Busy(_) => "busy",
                 Error::NoTrustedKeys => "no_trusted_keys",
+                Error::DeltaBase { .. } | Error::DeltaNoBase { .. } => "delta_base_mismatch",
                 _ => "install_failed",
             };
             let status = match code {
-                "busy" => StatusCode::CONFLICT,
+                "busy" | "delta_base_mismatch" => StatusCode::CONFLICT,
                 "install_failed" | "no_trusted_keys" => StatusCode::INTERNAL_SERVER_ERROR,
                 _ => StatusCode::UNPROCESSABLE_ENTITY,
             };
@@ -110,18 +111,19 @@ pub fn deploy_error(e: DeployError) -> ApiError {
     }
 }
 
-/// Streams the body to `DATA_DIR/incoming/`, then deploys it.
+/// Streams the body (a bundle or a delta update) to `DATA_DIR/incoming/`,
+/// then deploys it.
 #[utoipa::path(put, path = "/v1/bundles", tag = "operations",
     security(("admin_token" = [])),
     params(("allow_downgrade" = Option<bool>, Query, description = "Install an older version")),
-    request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "A signed bundle file"),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "A signed bundle file, or a delta update made against the active bundle"),
     responses(
         (status = 200, description = "Installed, health-checked and serving", body = Object),
         (status = 400, description = "A bad request", body = super::openapi::ErrorBody),
         (status = 401, description = "No or a wrong bearer token", body = super::openapi::ErrorBody),
         (status = 403, description = "The admin API is off", body = super::openapi::ErrorBody),
         (status = 408, description = "The upload ran past its timeout", body = super::openapi::ErrorBody),
-        (status = 409, description = "Another deployment is running", body = super::openapi::ErrorBody),
+        (status = 409, description = "Another deployment is running, or a delta update is for another base than the active bundle", body = super::openapi::ErrorBody),
         (status = 413, description = "Over the upload limit", body = super::openapi::ErrorBody),
         (status = 422, description = "The bundle was refused, or failed its health check and was rolled back", body = super::openapi::ErrorBody),
         (status = 500, description = "The device could not install it", body = super::openapi::ErrorBody),

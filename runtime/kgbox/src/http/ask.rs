@@ -32,7 +32,7 @@ pub struct AskRequest {
     /// learned, llm, local, learned+llm or learned+local (default: `planner.kind`).
     #[schema(value_type = Option<String>)]
     pub planner: Option<PlannerKind>,
-    /// symbolic, neural or hybrid (default: `executor.mode`).
+    /// symbolic, neural, hybrid or sparql_store (default: `executor.mode`).
     #[schema(value_type = Option<super::openapi::ExecutorName>)]
     pub executor: Option<kgbox_query::Executor>,
     pub seppr_k: Option<usize>,
@@ -104,8 +104,9 @@ fn llm_error(e: &LlmError) -> ApiError {
     responses(
         (status = 200, description = "The answers and how they were found", body = kgbox_qa::AskResult),
         super::openapi::QueryErrors,
+        super::openapi::StoreErrors,
         (status = 500, description = "The encoder or reranker failed", body = super::openapi::ErrorBody),
-        (status = 502, description = "The LLM could not be used", body = super::openapi::ErrorBody),
+        (status = 502, description = "The LLM could not be used (`llm_*`), or the SPARQL store (`store_error`)", body = super::openapi::ErrorBody),
     )
 )]
 pub async fn ask(

@@ -8,7 +8,7 @@ use serde::Serialize;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 
-/// symbolic, neural or hybrid.
+/// symbolic, neural, hybrid or sparql_store.
 #[derive(ToSchema)]
 #[schema(rename_all = "lowercase")]
 #[allow(dead_code)]
@@ -16,6 +16,8 @@ pub enum ExecutorName {
     Symbolic,
     Neural,
     Hybrid,
+    #[schema(rename = "sparql_store")]
+    SparqlStore,
 }
 
 /// cypher or sparql.
@@ -90,6 +92,28 @@ pub enum QueryErrors {
         description = "Valid but not answerable: unsupported constructs, no entity, no planner"
     )]
     Unprocessable(ErrorBody),
+}
+
+/// The errors of the `sparql_store` executor (`/v1/query`, `/v1/ask`): the
+/// external graph store failed; the message names its endpoint.
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+pub enum StoreErrors {
+    #[response(
+        status = 502,
+        description = "`store_error`: the SPARQL store answered an error status or results that do not parse"
+    )]
+    BadGateway(ErrorBody),
+    #[response(
+        status = 503,
+        description = "`store_unavailable`: the SPARQL store cannot be reached"
+    )]
+    Unavailable(ErrorBody),
+    #[response(
+        status = 504,
+        description = "`store_timeout`: no reply from the SPARQL store within `sparql_store.timeout_ms`"
+    )]
+    GatewayTimeout(ErrorBody),
 }
 
 /// The errors of `/sparql`.

@@ -31,7 +31,8 @@ pub struct QueryRequest {
     /// Keep anchor entities in multi-hop answers.
     #[serde(default)]
     pub include_anchors: bool,
-    /// symbolic, neural or hybrid (default: the configured `executor.mode`).
+    /// symbolic, neural, hybrid or sparql_store (default: the configured
+    /// `executor.mode`).
     #[schema(value_type = Option<ExecutorName>)]
     pub executor: Option<kgbox_query::Executor>,
     /// SEPPR subgraph size for the neural executors (default: `executor.seppr_k`).
@@ -220,6 +221,18 @@ pub fn exec_error(e: &ExecError) -> ApiError {
             "no_neural_model",
             e.to_string(),
         ),
+        ExecError::Remote { failure, message } => {
+            use kgbox_query::RemoteFailure as F;
+            let (status, code) = match failure {
+                F::Timeout => (StatusCode::GATEWAY_TIMEOUT, "store_timeout"),
+                F::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
+                F::BadReply => (StatusCode::BAD_GATEWAY, "store_error"),
+                F::TooLarge => (StatusCode::UNPROCESSABLE_ENTITY, "query_too_expensive"),
+                F::Unsupported => (StatusCode::UNPROCESSABLE_ENTITY, "unsupported_construct"),
+                F::NotConfigured => (StatusCode::UNPROCESSABLE_ENTITY, "no_sparql_store"),
+            };
+            ApiError::new(status, code, message.clone())
+        }
         _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
     }
 }
@@ -241,7 +254,7 @@ fn ms(d: Duration) -> f64 {
 /// Runs a DSL, openCypher or SPARQL query.
 #[utoipa::path(post, path = "/v1/query", tag = "answers", request_body = QueryRequest,
     responses((status = 200, description = "The answers", body = QueryResponse),
-        super::openapi::QueryErrors))]
+        super::openapi::QueryErrors, super::openapi::StoreErrors))]
 pub async fn query(
     State(state): State<Arc<AppState>>,
     body: Result<Json<QueryRequest>, JsonRejection>,
@@ -255,6 +268,7 @@ pub async fn query(
         let target = QueryTarget {
             kg: &kg,
             model: served.model.as_deref(),
+            store: Some(&served.qa.store),
             query: &state.query,
             executor: &served.executor,
         };
@@ -271,11 +285,13 @@ pub async fn query(
         .map(Json)
 }
 
-/// What a query runs against: the bundle's graph and neural model, and the
-/// query and executor configuration that requests override.
+/// What a query runs against: the bundle's graph, neural model and SPARQL
+/// store, and the query and executor configuration that requests override.
 pub struct QueryTarget<'t, 'k> {
     pub kg: &'t Kg<'k>,
     pub model: Option<&'t kgbox_neural::UltraModel>,
+    /// The `sparql_store` executor's store.
+    pub store: Option<&'t crate::sparql_store::SparqlStore>,
     pub query: &'t QueryConfig,
     pub executor: &'t ExecutorConfig,
 }
@@ -370,7 +386,9 @@ pub fn answer(
             options,
             with: &with,
         }),
-        |text| crate::neural::run_query(kg, target.model, text, &limits, &opts, seppr),
+        |text| {
+            crate::neural::run_query(kg, target.model, target.store, text, &limits, &opts, seppr)
+        },
         |(answers, _)| answers.total,
     )
     .map_err(|e| query_error(&e))?;

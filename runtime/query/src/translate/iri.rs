@@ -1,10 +1,15 @@
 //! How the bundle's entities and relations appear in SPARQL: the source IRI
 //! an RDF input gave them, else an IRI in kgbox's namespaces
 //! (`{entity_ns}{percent-encoded name}`, `{relation_ns}{...}`); an entity
-//! that came from an RDF literal (a year, say) is that literal.
+//! of an RDF bundle without a source IRI that is the head of no triple (it
+//! came from a literal: a year, say) is that literal. One without an IRI
+//! that heads triples (a blank node with edges) gets a kgbox IRI, since a
+//! literal cannot be a subject.
 //!
-//! [`crate::render`] writes these terms and [`super::from_sparql`] reads
-//! them back, so every rendered query is accepted again.
+//! [`crate::render`] writes these terms, [`super::from_sparql`] reads them
+//! back, so every rendered query is accepted again, and `kgbox-pack export`
+//! writes the graph with them, so a store loaded with the export answers
+//! the rendered queries.
 
 use kgbox_bundle::Kg;
 use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
@@ -50,10 +55,16 @@ pub fn entity_term(kg: &Kg<'_>, id: u32, ns: Namespaces<'_>) -> Option<EntityTer
     if let Some(iri) = kg.entity_iri(id) {
         return Some(EntityTerm::Iri(iri.to_string()));
     }
-    if kg.has_iris() {
+    if is_literal(kg, id) {
         return Some(EntityTerm::Literal(name.to_string()));
     }
     Some(EntityTerm::Iri(format!("{}{}", ns.entity, encode(name))))
+}
+
+/// Whether entity `id` (which has no source IRI) is written as a literal:
+/// in a bundle with source IRIs, when it heads no triple.
+fn is_literal(kg: &Kg<'_>, id: u32) -> bool {
+    kg.has_iris() && kg.out.degree(id) == 0
 }
 
 /// Relation `id`'s predicate IRI; `None` for an id the bundle lacks.
@@ -66,7 +77,7 @@ pub fn relation_iri(kg: &Kg<'_>, id: u32, ns: Namespaces<'_>) -> Option<String> 
 }
 
 /// The entity an IRI names: a source IRI, or one in kgbox's namespace.
-pub(crate) fn entity_by_iri(kg: &Kg<'_>, iri: &str, ns: Namespaces<'_>) -> Option<u32> {
+pub fn entity_by_iri(kg: &Kg<'_>, iri: &str, ns: Namespaces<'_>) -> Option<u32> {
     if let Some(id) = kg.entity_by_iri(iri) {
         return Some(id);
     }
@@ -74,11 +85,12 @@ pub(crate) fn entity_by_iri(kg: &Kg<'_>, iri: &str, ns: Namespaces<'_>) -> Optio
     kg.entity_id(&name)
 }
 
-/// The entity a literal is: one that came from a literal (it has no source
-/// IRI), by its name.
-pub(crate) fn entity_by_literal(kg: &Kg<'_>, value: &str) -> Option<u32> {
+/// The entity a literal is: one that [`entity_term`] writes as a literal
+/// (no source IRI, heads no triple), by its name; in a bundle without
+/// source IRIs, any entity by its name.
+pub fn entity_by_literal(kg: &Kg<'_>, value: &str) -> Option<u32> {
     kg.entity_id(value)
-        .filter(|&id| !kg.has_iris() || kg.entity_iri(id).is_none())
+        .filter(|&id| !kg.has_iris() || (kg.entity_iri(id).is_none() && is_literal(kg, id)))
 }
 
 /// The entities whose name or an alias is exactly `label`

@@ -6,6 +6,7 @@ pub mod kgc;
 pub mod qa;
 pub mod queries;
 pub mod repair;
+pub mod sparql_store;
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -29,6 +30,10 @@ pub enum EvalCommand {
     /// Link prediction with the bundle's ULTRA model: MRR and Hits@1/3/10,
     /// filtered, head and tail queries, over every entity.
     Kgc(kgc::KgcArgs),
+    /// The `sparql_store` executor against the local one: each query (one
+    /// per line; text after a tab is ignored) runs both ways through the
+    /// query service; prints mismatches, counts and p50/p95 latency of both.
+    SparqlStore(sparql_store::SparqlStoreArgs),
 }
 
 /// Runs one evaluation.
@@ -38,6 +43,7 @@ pub fn run(cfg: &Config, command: &EvalCommand) -> Result<()> {
         EvalCommand::Qa(args) => qa::run(cfg, args),
         EvalCommand::Repair(args) => repair::run(cfg, args),
         EvalCommand::Kgc(args) => kgc::run(cfg, args),
+        EvalCommand::SparqlStore(args) => sparql_store::run(cfg, args),
     }
 }
 

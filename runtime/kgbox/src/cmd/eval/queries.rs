@@ -65,9 +65,11 @@ pub fn run(cfg: &Config, args: &EvalArgs) -> Result<()> {
     let exec = args.exec.apply(&cfg.executor);
     let model = crate::cmd::load_model(&bundle, &exec, false)?;
     let threshold = args.threshold.unwrap_or(match exec.mode {
-        kgbox_query::Executor::Symbolic => f32::MIN_POSITIVE,
+        kgbox_query::Executor::Symbolic | kgbox_query::Executor::SparqlStore => f32::MIN_POSITIVE,
         kgbox_query::Executor::Neural | kgbox_query::Executor::Hybrid => 0.5,
     });
+    let store =
+        kgbox::sparql_store::SparqlStore::for_bundle(&cfg.sparql_store, &bundle.manifest().name);
     let limits = cfg.query.parse_limits();
     // Every answer, ranked, without provenance: the same work a graph
     // database does for `RETURN DISTINCT`, so latencies compare with peers.
@@ -93,6 +95,7 @@ pub fn run(cfg: &Config, args: &EvalArgs) -> Result<()> {
         let all = kgbox::neural::run_query(
             &kg,
             model.as_ref(),
+            Some(&store),
             query,
             &limits,
             &full,

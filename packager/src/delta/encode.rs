@@ -1,0 +1,106 @@
+//! Choosing each section's instruction: `same` when the raw bytes did not
+//! change, else the smallest of `full` and a `patch` under every transform
+//! that applies.
+
+use std::io::Write;
+
+use anyhow::{Context as _, Result};
+use kgbox_bundle::delta::{Context, Op, Transform};
+use kgbox_bundle::format::SectionEntry;
+use kgbox_bundle::sections::include_in_image;
+
+use super::load::Loaded;
+use super::DeltaOptions;
+
+/// One section's chosen instruction and its payload.
+pub struct Chosen {
+    pub op: Op,
+    pub transform: Transform,
+    pub payload: Vec<u8>,
+}
+
+/// Every transform a patch may use, tried in this order.
+const TRANSFORMS: [Transform; 4] = [
+    Transform::Raw,
+    Transform::Predict,
+    Transform::Lengths,
+    Transform::OffsetsDiff,
+];
+
+/// zstd "patch from": `data` compressed with `reference` as its prefix,
+/// in one frame whose window covers both (up to `window_log_max`).
+pub fn compress(data: &[u8], reference: &[u8], level: i32, window_log_max: u32) -> Result<Vec<u8>> {
+    let span = (reference.len() + data.len()).max(1) as u64;
+    let window_log = (64 - (span - 1).leading_zeros()).clamp(10, window_log_max);
+    let mut enc = zstd::stream::write::Encoder::with_ref_prefix(Vec::new(), level, reference)?;
+    enc.include_checksum(false)?;
+    enc.include_contentsize(true)?;
+    enc.set_pledged_src_size(Some(data.len() as u64))?;
+    enc.window_log(window_log)?;
+    enc.long_distance_matching(span > 8 << 20)?;
+    enc.write_all(data)?;
+    Ok(enc.finish()?)
+}
+
+/// The instruction for `entry`, section of the new bundle.
+pub fn choose(
+    entry: &SectionEntry,
+    old: &Loaded,
+    new: &Loaded,
+    ctx: &mut Context<'_>,
+    opts: &DeltaOptions,
+) -> Result<Chosen> {
+    let name = entry.name.as_str();
+    let stored = new
+        .stored
+        .get(name)
+        .with_context(|| format!("section `{name}` has no stored bytes"))?;
+    let full = Chosen {
+        op: Op::Full,
+        transform: Transform::Raw,
+        payload: stored.clone(),
+    };
+    // A section no image holds is never decoded on a device: copy it.
+    if !include_in_image(entry) {
+        return Ok(full);
+    }
+    let raw = new
+        .section(name)
+        .with_context(|| format!("section `{name}` was not read"))?;
+    let unchanged = old
+        .prefix
+        .section(name)
+        .is_some_and(|o| o.sha256_raw == entry.sha256_raw && old.section(name).is_some());
+    if unchanged {
+        return Ok(Chosen {
+            op: Op::Same,
+            transform: Transform::Raw,
+            payload: Vec::new(),
+        });
+    }
+    let mut best = full;
+    for t in TRANSFORMS {
+        if !opts.transforms && t != Transform::Raw {
+            continue;
+        }
+        // A transform that does not apply or cannot be computed here
+        // (no base section, no id maps) is simply not a candidate.
+        let Ok(data) = ctx.encode(t, name, raw).map(|d| d.into_owned()) else {
+            continue;
+        };
+        let Ok(reference) = ctx.reference(t, name) else {
+            continue;
+        };
+        let payload = compress(&data, &reference, opts.level, opts.window_log_max)
+            .with_context(|| format!("compressing section `{name}`"))?;
+        if payload.len() < best.payload.len() {
+            best = Chosen {
+                op: Op::Patch,
+                transform: t,
+                payload,
+            };
+        }
+    }
+    ctx.release(name);
+    Ok(best)
+}

@@ -1,0 +1,18 @@
+//! The lexical index (normalized name → postings), with the `fst` streamed
+//! into its section: `kgbox_bundle::kg::encode::IndexKeys`, the one
+//! encoder of the index, written to memory or a spill file.
+
+use kgbox_bundle::kg::encode::IndexKeys;
+
+use crate::section::{SectionData, SectionOut};
+
+/// The (fst, postings) sections of `keys`.
+pub fn build(
+    keys: IndexKeys,
+    spill: Option<&std::path::Path>,
+) -> Result<(SectionData, SectionData), fst::Error> {
+    let (fst, postings) = keys.build_into(SectionOut::new(spill)?)?;
+    let mut out = SectionOut::new(spill)?;
+    out.write(bytemuck::cast_slice(&postings))?;
+    Ok((fst.finish()?, out.finish()?))
+}

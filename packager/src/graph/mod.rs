@@ -1,0 +1,336 @@
+//! Turns a [`RawKg`] into the KG sections of a bundle: sorted entity and
+//! relation tables, forward and reverse CSR grouped by relation, aliases and
+//! the lexical `fst` index.
+
+use std::path::{Path, PathBuf};
+
+use indicatif::ProgressBar;
+use kgbox_bundle::kg::{encode, MAX_ENTITIES};
+use kgbox_bundle::sections as s;
+use kgbox_bundle::KgStats;
+use rayon::slice::ParallelSliceMut;
+
+use crate::input::{Interner, RawKg};
+use crate::section::{in_memory, SectionData, SectionOut, Sections};
+
+mod csr;
+mod index;
+mod sort;
+
+/// Sections ready for the writer, and the statistics for the manifest.
+pub struct BuiltKg {
+    pub sections: Sections,
+    pub stats: KgStats,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("the graph has {0} entities; a bundle holds at most {MAX_ENTITIES}")]
+    TooManyEntities(usize),
+    #[error("the graph has {0} relations; a bundle holds at most 4294967295")]
+    TooManyRelations(usize),
+    #[error("building the entity index failed: {0}")]
+    Index(#[from] fst::Error),
+    #[error("building the source IRI sections failed: {0}")]
+    Iris(#[from] kgbox_bundle::BundleError),
+    #[error("spilling the build to the temporary directory failed (see --spill-dir)")]
+    Spill(#[from] std::io::Error),
+}
+
+/// How much a build may hold in memory, and where the rest goes.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// Triples per sorted run (12 bytes each); beyond one run the sort
+    /// spills to `spill_dir`.
+    pub sort_run: usize,
+    /// Where spilled runs and, for a graph larger than one run, the
+    /// sections themselves are written (the system's temporary directory
+    /// when `None`).
+    pub spill_dir: Option<PathBuf>,
+    /// Phase messages go here (hidden by default).
+    pub progress: ProgressBar,
+}
+
+impl Default for BuildOptions {
+    fn default() -> BuildOptions {
+        BuildOptions {
+            sort_run: crate::input::DEFAULT_LIMIT,
+            spill_dir: None,
+            progress: ProgressBar::hidden(),
+        }
+    }
+}
+
+/// Ids in sorted-name order: (old id of each new id, old id → new id).
+fn sort_ids(names: &Interner) -> (Vec<u32>, Vec<u32>) {
+    let mut order: Vec<u32> = (0..names.len() as u32).collect();
+    order.par_sort_unstable_by(|&a, &b| names.name(a).cmp(names.name(b)));
+    let mut remap = vec![0u32; names.len()];
+    for (new, &old) in order.iter().enumerate() {
+        remap[old as usize] = new as u32;
+    }
+    (order, remap)
+}
+
+/// A string table (offsets, bytes) of `count` strings given by `at`.
+fn string_table<'a>(
+    count: usize,
+    at: impl Fn(usize) -> &'a str,
+    spill: Option<&Path>,
+) -> std::io::Result<(SectionData, SectionData)> {
+    let (mut offsets, mut bytes) = (SectionOut::new(spill)?, SectionOut::new(spill)?);
+    encode::string_table_into(count, at, &mut offsets, &mut bytes)?;
+    Ok((offsets.finish()?, bytes.finish()?))
+}
+
+/// [`build_with`] with the default options: a graph of up to 32 Mi triples
+/// is built in memory.
+pub fn build(raw: RawKg) -> Result<BuiltKg, BuildError> {
+    build_with(raw, &BuildOptions::default())
+}
+
+/// Builds the sections. Triples go through an external sort (forward, then
+/// reverse), so memory is bounded by `opts.sort_run` plus the names; a
+/// graph larger than one run writes its big sections to temporary files.
+pub fn build_with(mut raw: RawKg, opts: &BuildOptions) -> Result<BuiltKg, BuildError> {
+    let n = raw.entities.len();
+    if n > MAX_ENTITIES {
+        return Err(BuildError::TooManyEntities(n));
+    }
+    if raw.relations.len() > u32::MAX as usize {
+        return Err(BuildError::TooManyRelations(raw.relations.len()));
+    }
+    let large = raw.triples.len() > opts.sort_run as u64;
+    let spill_dir = match (&opts.spill_dir, large) {
+        (Some(d), true) => Some(d.clone()),
+        (None, true) => Some(std::env::temp_dir()),
+        (_, false) => None,
+    };
+    let spill = spill_dir.as_deref();
+    let bar = &opts.progress;
+    bar.set_message("sorting names");
+    let (entity_order, emap) = sort_ids(&raw.entities);
+    let (relation_order, rmap) = sort_ids(&raw.relations);
+
+    let mut sections: Sections = Vec::new();
+    let (o, b) = string_table(n, |i| raw.entities.name(entity_order[i]), spill)?;
+    sections.push((s::ENTITY_OFFSETS, o));
+    sections.push((s::ENTITY_NAMES, b));
+    let relation_names: Vec<&str> = relation_order
+        .iter()
+        .map(|&r| raw.relations.name(r))
+        .collect();
+    let (o, b) = encode::string_table(&relation_names);
+    sections.push((s::RELATION_OFFSETS, o.into()));
+    sections.push((s::RELATION_NAMES, b.into()));
+    if !raw.relation_descriptions.is_empty() {
+        let mut desc = vec![String::new(); relation_names.len()];
+        for (old, text) in std::mem::take(&mut raw.relation_descriptions) {
+            desc[rmap[old as usize] as usize] = text;
+        }
+        let (o, b) = encode::string_table(&desc);
+        sections.push((s::RELATION_DESC_OFFSETS, o.into()));
+        sections.push((s::RELATION_DESC_TEXT, b.into()));
+    }
+    drop(relation_order);
+
+    // Source IRIs, only for input that had them (RDF).
+    if !raw.entity_iris.is_empty() || !raw.relation_iris.is_empty() {
+        for (iris, map, names) in [
+            (
+                &raw.entity_iris,
+                &emap,
+                [
+                    s::ENTITY_IRI_OFFSETS,
+                    s::ENTITY_IRI_TEXT,
+                    s::ENTITY_IRI_SORTED,
+                ],
+            ),
+            (
+                &raw.relation_iris,
+                &rmap,
+                [
+                    s::RELATION_IRI_OFFSETS,
+                    s::RELATION_IRI_TEXT,
+                    s::RELATION_IRI_SORTED,
+                ],
+            ),
+        ] {
+            let mut by_id: Vec<Option<&str>> = vec![None; map.len()];
+            for (old, iri) in iris {
+                by_id[map[*old as usize] as usize] = Some(iri.as_str());
+            }
+            let e = encode::iri_table(&by_id)?;
+            sections.extend(in_memory(vec![
+                (names[0], e.offsets),
+                (names[1], e.text),
+                (names[2], e.sorted),
+            ]));
+        }
+    }
+
+    // Forward: sorted by (head, relation, tail), duplicates dropped; each
+    // kept triple goes on to the reverse sort as (tail, relation, head).
+    let total = raw.triples.len();
+    bar.set_message("sorting triples (forward)");
+    bar.set_length(total);
+    bar.set_position(0);
+    raw.triples.spill_rest()?;
+    let mut forward = sort::Sorter::new(opts.sort_run, spill_dir.clone());
+    let mut failed = None;
+    raw.triples.for_each_block(|block| {
+        if failed.is_some() {
+            return;
+        }
+        for t in block {
+            let mapped = [
+                emap[t[0] as usize],
+                rmap[t[1] as usize],
+                emap[t[2] as usize],
+            ];
+            if let Err(e) = forward.push(mapped) {
+                failed = Some(e);
+                return;
+            }
+        }
+        bar.inc(block.len() as u64);
+    })?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    raw.triples = Default::default();
+    bar.set_message(match forward.runs() {
+        0 => "writing the forward CSR".to_string(),
+        runs => format!("merging {runs} sorted runs into the forward CSR"),
+    });
+    bar.set_position(0);
+    let mut sorted = forward.finish()?;
+    let mut out = csr::CsrWriter::new(n as u64, spill)?;
+    let mut reverse = sort::Sorter::new(opts.sort_run, spill_dir.clone());
+    let mut previous = None;
+    let mut kept = 0u64;
+    while let Some(t) = sorted.next()? {
+        bar.inc(1);
+        if previous == Some(t) {
+            continue;
+        }
+        previous = Some(t);
+        kept += 1;
+        out.push(t[0], t[1], t[2])?;
+        reverse.push([t[2], t[1], t[0]])?;
+    }
+    drop(sorted);
+    let [o, r, t] = out.finish()?;
+    sections.push((s::OUT_OFFSETS, o));
+    sections.push((s::OUT_RELATIONS, r));
+    sections.push((s::OUT_TARGETS, t));
+    bar.set_message("writing the reverse CSR");
+    bar.set_length(kept);
+    bar.set_position(0);
+    let mut sorted = reverse.finish()?;
+    let mut out = csr::CsrWriter::new(n as u64, spill)?;
+    while let Some(t) = sorted.next()? {
+        bar.inc(1);
+        out.push(t[0], t[1], t[2])?;
+    }
+    drop(sorted);
+    let [o, r, src] = out.finish()?;
+    sections.push((s::IN_OFFSETS, o));
+    sections.push((s::IN_RELATIONS, r));
+    sections.push((s::IN_SOURCES, src));
+    let duplicates_removed = total - kept;
+
+    // Aliases: per entity, sorted, without duplicates or the entity's own name.
+    bar.set_message("aliases and the entity index");
+    let mut aliases: Vec<(u32, String)> = std::mem::take(&mut raw.aliases)
+        .into_iter()
+        .map(|(e, a)| (emap[e as usize], a))
+        .filter(|(e, a)| raw.entities.name(entity_order[*e as usize]) != a)
+        .collect();
+    drop(emap);
+    aliases.par_sort_unstable();
+    aliases.dedup();
+    let mut owners = vec![0u64; n + 1];
+    for (e, _) in &aliases {
+        owners[*e as usize + 1] += 1;
+    }
+    for i in 0..n {
+        owners[i + 1] += owners[i];
+    }
+    let (o, b) = string_table(aliases.len(), |i| aliases[i].1.as_str(), spill)?;
+    let mut owners_out = SectionOut::new(spill)?;
+    owners_out.write(bytemuck::cast_slice(&owners))?;
+    drop(owners);
+    sections.push((s::ALIAS_OWNERS, owners_out.finish()?));
+    sections.push((s::ALIAS_OFFSETS, o));
+    sections.push((s::ALIAS_NAMES, b));
+
+    // Lexical index: normalized key → postings (a name wins over an alias of the same entity).
+    let mut keys = encode::IndexKeys::default();
+    for (id, &old) in entity_order.iter().enumerate() {
+        keys.add(raw.entities.name(old), id as u32);
+    }
+    for (e, a) in &aliases {
+        keys.add(a, e | kgbox_bundle::kg::POSTING_ALIAS);
+    }
+    let alias_count = aliases.len() as u64;
+    drop((aliases, entity_order));
+    let (index, postings) = index::build(keys, spill)?;
+    sections.push((s::INDEX_FST, index));
+    sections.push((s::INDEX_POSTINGS, postings));
+
+    Ok(BuiltKg {
+        sections,
+        stats: KgStats {
+            entities: n as u64,
+            relations: relation_names.len() as u64,
+            triples: kept,
+            aliases: alias_count,
+            duplicates_removed,
+        },
+    })
+}
+
+/// Built sections as the runtime's zero-copy views (`Kg`, the model
+/// loaders) can read them before the bundle is written: sections in memory
+/// copied to aligned memory, spilled ones mapped. What the packager's later
+/// stages (training, the neural model, the fusion, the planner, the probes)
+/// read the graph from.
+pub struct Aligned(std::collections::HashMap<&'static str, AlignedSection>);
+
+enum AlignedSection {
+    Heap(kgbox_bundle::image::AlignedBytes),
+    Mapped(memmap2::Mmap),
+}
+
+impl Aligned {
+    pub fn new(built: &[(&'static str, SectionData)]) -> std::io::Result<Aligned> {
+        let mut map = std::collections::HashMap::new();
+        for (name, data) in built {
+            let section = match data {
+                SectionData::Heap(v) => {
+                    AlignedSection::Heap(kgbox_bundle::image::AlignedBytes::from_slice(v))
+                }
+                SectionData::Spilled { file, .. } => {
+                    AlignedSection::Mapped(crate::section::map(file.as_file())?)
+                }
+            };
+            map.insert(*name, section);
+        }
+        Ok(Aligned(map))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&[u8]> {
+        self.0.get(name).map(|a| match a {
+            AlignedSection::Heap(b) => &b[..],
+            AlignedSection::Mapped(m) => &m[..],
+        })
+    }
+
+    /// The graph, read back as a device reads it.
+    pub fn kg(&self) -> anyhow::Result<kgbox_bundle::Kg<'_>> {
+        use anyhow::Context;
+        kgbox_bundle::Kg::from_sections(|name| self.get(name))
+            .context("the built graph cannot be read back")
+    }
+}

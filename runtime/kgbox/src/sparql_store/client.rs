@@ -1,0 +1,387 @@
+//! One SPARQL 1.1 Protocol query: `POST` with an `application/sparql-query`
+//! body, results read as JSON (or XML or TSV, by the reply's
+//! `Content-Type`) with sparesults, within the reply and row bounds, and
+//! every failure as an [`ExecError`] that names the endpoint.
+
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+use kgbox_query::{ExecError, RemoteFailure};
+use oxrdf::Term;
+use sparesults::{QueryResultsFormat, QueryResultsParser, ReaderQueryResultsParserOutput};
+
+use tokio_rustls::rustls;
+
+use crate::config::StoreSettings;
+
+/// What the client asks for, best first.
+const ACCEPT: &str = "application/sparql-results+json, application/sparql-results+xml;q=0.9, text/tab-separated-values;q=0.8";
+
+/// The part of an error reply's body quoted in the error message.
+const ERROR_BODY_BYTES: u64 = 300;
+
+/// A store's endpoint with its settings and a connection pool.
+pub struct Client {
+    settings: StoreSettings,
+    agent: ureq::Agent,
+}
+
+impl Client {
+    /// The client for `settings`; an error when its CA file cannot be used.
+    pub fn new(settings: StoreSettings) -> Result<Client, String> {
+        let mut agent = ureq::AgentBuilder::new().timeout_connect(settings.timeout);
+        if let Some(ca) = &settings.ca_file {
+            agent = agent.tls_config(tls_config(ca)?);
+        }
+        Ok(Client {
+            settings,
+            agent: agent.build(),
+        })
+    }
+
+    pub fn endpoint(&self) -> &str {
+        &self.settings.endpoint
+    }
+
+    pub fn max_rows(&self) -> usize {
+        self.settings.max_rows
+    }
+
+    /// Sends `query` and returns, for each solution, the values of `vars`
+    /// (names without `?`), at most `max_rows` solutions (more is
+    /// [`RemoteFailure::TooLarge`]). The request ends at the store's
+    /// timeout or at `deadline`, whichever comes first; past `deadline` the
+    /// error is the query's own [`ExecError::Timeout`].
+    pub fn select(
+        &self,
+        query: &str,
+        vars: &[&str],
+        deadline: Option<Instant>,
+    ) -> Result<Vec<Vec<Option<Term>>>, ExecError> {
+        let start = Instant::now();
+        let mut limit = self.settings.timeout;
+        let mut deadline_bound = false;
+        if let Some(d) = deadline {
+            let left = d.checked_duration_since(start).unwrap_or(Duration::ZERO);
+            if left.is_zero() {
+                return Err(ExecError::Timeout);
+            }
+            if left < limit {
+                (limit, deadline_bound) = (left, true);
+            }
+        }
+        let timeout = |e: &dyn std::fmt::Display| {
+            if deadline_bound {
+                ExecError::Timeout
+            } else {
+                self.fail(
+                    RemoteFailure::Timeout,
+                    format!(
+                        "no reply within {} ms (sparql_store.timeout_ms): {e}",
+                        limit.as_millis()
+                    ),
+                )
+            }
+        };
+        let mut req = self
+            .agent
+            .post(&self.settings.endpoint)
+            .timeout(limit)
+            .set("Content-Type", "application/sparql-query; charset=utf-8")
+            .set("Accept", ACCEPT);
+        if let Some(g) = &self.settings.default_graph {
+            req = req.query("default-graph-uri", g);
+        }
+        if let Some(auth) = &self.settings.auth {
+            req = req.set("Authorization", auth);
+        }
+        let resp = match req.send_string(query) {
+            Ok(r) => r,
+            Err(ureq::Error::Status(code, r)) => {
+                let mut body = String::new();
+                let _ = r
+                    .into_reader()
+                    .take(ERROR_BODY_BYTES)
+                    .read_to_string(&mut body);
+                let body = body.split_whitespace().collect::<Vec<_>>().join(" ");
+                return Err(self.fail(
+                    RemoteFailure::BadReply,
+                    format!("answered HTTP {code}: {body}"),
+                ));
+            }
+            Err(ureq::Error::Transport(t)) => {
+                if timed_out(&t) || start.elapsed() >= limit {
+                    return Err(timeout(&t));
+                }
+                use ureq::ErrorKind as K;
+                let failure = match t.kind() {
+                    K::BadStatus | K::BadHeader | K::TooManyRedirects => RemoteFailure::BadReply,
+                    _ => RemoteFailure::Unavailable,
+                };
+                let what = match failure {
+                    RemoteFailure::BadReply => "sent a reply that is not HTTP",
+                    _ => "cannot be reached",
+                };
+                return Err(self.fail(failure, format!("{what}: {t}")));
+            }
+        };
+        let media = resp.content_type().to_string();
+        let format = match QueryResultsFormat::from_media_type(&media) {
+            Some(QueryResultsFormat::Csv) => {
+                return Err(self.fail(
+                    RemoteFailure::BadReply,
+                    format!("answered {media}, which cannot tell IRIs from literals"),
+                ))
+            }
+            Some(f) => f,
+            // No or an unknown Content-Type: read it as what was asked for.
+            None => QueryResultsFormat::Json,
+        };
+        let mut reader = Capped {
+            inner: resp.into_reader(),
+            left: self.settings.max_reply_bytes,
+            over: false,
+        };
+        let parsed = read_rows(&mut reader, format, vars, self.settings.max_rows);
+        match parsed {
+            Ok(rows) => Ok(rows),
+            Err(_) if reader.over => Err(self.fail(
+                RemoteFailure::TooLarge,
+                format!(
+                    "sent a reply over {} bytes (sparql_store.max_reply_bytes)",
+                    self.settings.max_reply_bytes
+                ),
+            )),
+            Err(ReadError::TooMany) => Err(self.fail(
+                RemoteFailure::TooLarge,
+                format!(
+                    "has more than {} solutions for this query (sparql_store.max_rows)",
+                    self.settings.max_rows
+                ),
+            )),
+            Err(ReadError::Io(e))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+                ) =>
+            {
+                Err(timeout(&e))
+            }
+            Err(ReadError::Io(e)) => Err(self.fail(
+                RemoteFailure::Unavailable,
+                format!("broke off its reply: {e}"),
+            )),
+            Err(ReadError::Syntax(m)) => Err(self.fail(
+                RemoteFailure::BadReply,
+                format!("sent results that do not parse as {format}: {m}"),
+            )),
+        }
+    }
+
+    fn fail(&self, failure: RemoteFailure, what: String) -> ExecError {
+        ExecError::Remote {
+            failure,
+            message: format!("the SPARQL store at {} {what}", self.settings.endpoint),
+        }
+    }
+}
+
+enum ReadError {
+    TooMany,
+    Io(std::io::Error),
+    Syntax(String),
+}
+
+impl From<sparesults::QueryResultsParseError> for ReadError {
+    fn from(e: sparesults::QueryResultsParseError) -> Self {
+        match e {
+            sparesults::QueryResultsParseError::Io(e) => ReadError::Io(e),
+            other => ReadError::Syntax(other.to_string()),
+        }
+    }
+}
+
+/// The values of `vars` in each solution of a results document.
+fn read_rows<R: Read>(
+    reader: R,
+    format: QueryResultsFormat,
+    vars: &[&str],
+    max_rows: usize,
+) -> Result<Vec<Vec<Option<Term>>>, ReadError> {
+    let solutions = match QueryResultsParser::from_format(format).for_reader(reader)? {
+        ReaderQueryResultsParserOutput::Solutions(s) => s,
+        ReaderQueryResultsParserOutput::Boolean(_) => {
+            return Err(ReadError::Syntax(
+                "a boolean where solutions were asked for".into(),
+            ))
+        }
+    };
+    let mut rows = Vec::new();
+    for solution in solutions {
+        let solution = solution?;
+        if rows.len() >= max_rows {
+            return Err(ReadError::TooMany);
+        }
+        rows.push(vars.iter().map(|v| solution.get(*v).cloned()).collect());
+    }
+    Ok(rows)
+}
+
+/// TLS that trusts the CA certificates of `ca_file` (rustls, ring).
+fn tls_config(ca_file: &std::path::Path) -> Result<std::sync::Arc<rustls::ClientConfig>, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    let what =
+        |e: &dyn std::fmt::Display| format!("sparql_store ca_file {}: {e}", ca_file.display());
+    let pem = std::fs::read(ca_file).map_err(|e| what(&e))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        roots
+            .add(cert.map_err(|e| what(&e))?)
+            .map_err(|e| what(&e))?;
+    }
+    if roots.is_empty() {
+        return Err(what(&"no PEM certificate in it"));
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| what(&e))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(std::sync::Arc::new(config))
+}
+
+/// Whether a transport error is a timeout somewhere down its chain.
+fn timed_out(e: &ureq::Transport) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+            ) {
+                return true;
+            }
+        }
+        source = s.source();
+    }
+    false
+}
+
+/// A reader that fails past `left` bytes (and says so in `over`).
+struct Capped<R> {
+    inner: R,
+    left: u64,
+    over: bool,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            // One more byte would be over the bound; at the end is fine.
+            let mut probe = [0u8; 1];
+            return match self.inner.read(&mut probe)? {
+                0 => Ok(0),
+                _ => {
+                    self.over = true;
+                    Err(std::io::Error::other("the reply is over the size bound"))
+                }
+            };
+        }
+        let want = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(doc: &str, format: QueryResultsFormat) -> Result<Vec<Vec<Option<Term>>>, ReadError> {
+        read_rows(doc.as_bytes(), format, &["x", "v1"], 2)
+    }
+
+    #[test]
+    fn json_xml_and_tsv_results_are_read_by_variable() {
+        let json = r#"{"head":{"vars":["x","v1"]},"results":{"bindings":[
+            {"x":{"type":"uri","value":"http://e/a"}},
+            {"x":{"type":"literal","value":"1982"},"v1":{"type":"uri","value":"http://e/b"}}]}}"#;
+        let r = rows(json, QueryResultsFormat::Json).ok().expect("parses");
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0][1], None);
+        assert_eq!(
+            r[1][0].as_ref().map(ToString::to_string).as_deref(),
+            Some("\"1982\"")
+        );
+        let tsv = "?x\t?v1\n<http://e/a>\t\n";
+        let r = rows(tsv, QueryResultsFormat::Tsv).ok().expect("parses");
+        assert_eq!(r[0][1], None);
+        let xml = r#"<?xml version="1.0"?><sparql xmlns="http://www.w3.org/2005/sparql-results#"><head><variable name="x"/></head><results><result><binding name="x"><uri>http://e/a</uri></binding></result></results></sparql>"#;
+        assert_eq!(
+            rows(xml, QueryResultsFormat::Xml).ok().map(|r| r.len()),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn garbage_booleans_and_too_many_rows_are_errors() {
+        assert!(matches!(
+            rows("<html>oops</html>", QueryResultsFormat::Json),
+            Err(ReadError::Syntax(_))
+        ));
+        assert!(matches!(
+            rows(r#"{"head":{},"boolean":true}"#, QueryResultsFormat::Json),
+            Err(ReadError::Syntax(_))
+        ));
+        let three = r#"{"head":{"vars":["x"]},"results":{"bindings":[{},{},{}]}}"#;
+        assert!(matches!(
+            rows(three, QueryResultsFormat::Json),
+            Err(ReadError::TooMany)
+        ));
+        let truncated = r#"{"head":{"vars":["x"]},"results":{"bindings":[{"x":"#;
+        assert!(rows(truncated, QueryResultsFormat::Json).is_err());
+    }
+
+    #[test]
+    fn a_ca_file_without_certificates_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pem = dir.path().join("ca.pem");
+        std::fs::write(&pem, "not a certificate\n").expect("write");
+        let settings = |ca: &std::path::Path| StoreSettings {
+            endpoint: "https://store/q".into(),
+            timeout: Duration::from_secs(1),
+            default_graph: None,
+            auth: None,
+            ca_file: Some(ca.to_path_buf()),
+            max_rows: 1,
+            max_reply_bytes: 1,
+        };
+        let err = Client::new(settings(&pem)).err().unwrap_or_default();
+        assert!(err.contains("no PEM certificate"), "{err}");
+        assert!(Client::new(settings(&dir.path().join("missing.pem"))).is_err());
+    }
+
+    #[test]
+    fn the_reply_bound_is_enforced() {
+        let mut r = Capped {
+            inner: &b"0123456789"[..],
+            left: 4,
+            over: false,
+        };
+        let mut out = Vec::new();
+        assert!(r.read_to_end(&mut out).is_err());
+        assert!(r.over);
+        let mut r = Capped {
+            inner: &b"0123"[..],
+            left: 4,
+            over: false,
+        };
+        let mut out = Vec::new();
+        assert_eq!(r.read_to_end(&mut out).ok(), Some(4));
+    }
+}
