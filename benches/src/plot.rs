@@ -46,7 +46,8 @@ pub fn chart(path: &Path, title: &str, y_label: &str, series: &[Series]) -> Resu
         .y_label_area_size(70)
         .build_cartesian_2d(
             (x0 / 1.5..x1 * 1.5).log_scale(),
-            (y0 / 2.0..y1 * 2.0).log_scale(),
+            // Room above the data for the legend.
+            (y0 / 2.0..y1 * 40.0).log_scale(),
         )
         .map_err(err)?;
     chart

@@ -123,7 +123,9 @@ fn check_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-fn progress_bar(enabled: bool) -> ProgressBar {
+/// A progress bar on stderr (hidden when `enabled` is false) drawn with
+/// `template`.
+fn bar_with(enabled: bool, template: &str) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(
         None,
         if enabled {
@@ -132,12 +134,18 @@ fn progress_bar(enabled: bool) -> ProgressBar {
             ProgressDrawTarget::hidden()
         },
     );
-    if let Ok(style) = ProgressStyle::with_template(
-        "{spinner} {msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
-    ) {
+    if let Ok(style) = ProgressStyle::with_template(template) {
         bar.set_style(style.progress_chars("=> "));
     }
     bar
+}
+
+/// The reading bar: bytes of the input file, rate and ETA.
+fn progress_bar(enabled: bool) -> ProgressBar {
+    bar_with(
+        enabled,
+        "{spinner} {msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+    )
 }
 
 /// Reads the inputs, builds the graph and writes a signed bundle to `out`
@@ -340,20 +348,10 @@ pub fn pack_with(
 /// false): a message per phase, a bar with a rate and ETA where the phase
 /// has a known length.
 fn phase_bar(enabled: bool) -> ProgressBar {
-    let bar = ProgressBar::with_draw_target(
-        None,
-        if enabled {
-            ProgressDrawTarget::stderr()
-        } else {
-            ProgressDrawTarget::hidden()
-        },
-    );
-    if let Ok(style) = ProgressStyle::with_template(
+    bar_with(
+        enabled,
         "{spinner} {msg} [{bar:30}] {human_pos}/{human_len} ({per_sec}, {eta})",
-    ) {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar
+    )
 }
 
 /// The entity names of built sections, in id order.
