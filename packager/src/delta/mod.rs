@@ -37,6 +37,10 @@ pub struct DeltaOptions {
     /// Try the graph transforms (`predict`, `lengths`, `offsets-diff`);
     /// off: plain patches against the base's sections only.
     pub transforms: bool,
+    /// Sections larger than this many raw bytes have their transforms
+    /// compared at a fast level and only the smallest compressed at
+    /// `level` (4 MiB by default).
+    pub trial_from: usize,
 }
 
 impl Default for DeltaOptions {
@@ -45,6 +49,7 @@ impl Default for DeltaOptions {
             level: 19,
             window_log_max: 27,
             transforms: true,
+            trial_from: 4 << 20,
         }
     }
 }
@@ -279,6 +284,7 @@ pub fn run(args: &DeltaArgs) -> Result<()> {
         level: args.level,
         window_log_max: args.window_log_max,
         transforms: !args.no_transforms,
+        ..DeltaOptions::default()
     };
     let report = make_delta(&args.old, &args.new, &key, &args.out, &opts)?;
     let text = describe(&report);
