@@ -116,6 +116,8 @@ fn toml_str(s: &str) -> String {
 }
 
 /// Writes a config for `data_dir` trusting `pub_key`; returns its path.
+/// Its limits admit the images of the largest graphs the scale bench packs
+/// (a billion triples is about 20 GB installed; the default bound is 16 GiB).
 pub fn write_config(path: &Path, data_dir: &Path, pub_key: &Path) -> Result<()> {
     let utf8 = |p: &Path| {
         p.to_str()
@@ -123,10 +125,13 @@ pub fn write_config(path: &Path, data_dir: &Path, pub_key: &Path) -> Result<()> 
             .with_context(|| format!("path {} is not UTF-8", p.display()))
     };
     let text = format!(
-        "data_dir = {}\ndemo = false\ncompatible = {}\n\n[trust]\nkeys = [{}]\n",
+        "data_dir = {}\ndemo = false\ncompatible = {}\n\n[trust]\nkeys = [{}]\n\n\
+         [limits]\nmax_section_bytes = {}\nmax_image_bytes = {}\n",
         toml_str(&utf8(data_dir)?),
         toml_str(DEFAULT_COMPATIBLE),
         toml_str(&utf8(pub_key)?),
+        16u64 << 30,
+        64u64 << 30,
     );
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }

@@ -136,15 +136,20 @@ pub fn export(bundle: &Path, out: &Path, keys: Option<&TrustedKeys>) -> Result<E
         .suffix(".kgbi")
         .tempfile_in(&dir)
         .with_context(|| format!("cannot make a temporary image in {}", dir.display()))?;
-    {
+    let plan = {
         let mut w = BufWriter::new(image.as_file_mut());
-        kgbox_bundle::image::write_image(&mut reader, &limits, include, &mut w)
+        let plan = kgbox_bundle::image::write_image(&mut reader, &limits, include, &mut w)
             .with_context(|| format!("cannot decompress {}", bundle.display()))?;
         w.flush().context("writing the temporary image")?;
-    }
+        plan
+    };
     // SAFETY: the temporary file is ours, created above and not shared;
     // nothing writes to it while it is mapped.
-    let map = unsafe { memmap2::Mmap::map(image.as_file()) }.context("mapping the image")?;
+    let mut map =
+        unsafe { memmap2::MmapMut::map_mut(image.as_file()) }.context("mapping the image")?;
+    kgbox_bundle::derive::fill(reader.prefix(), &plan.ranges, &mut map)
+        .context("deriving the in-edges")?;
+    let map = map.make_read_only().context("mapping the image")?;
     let view = ImageView::parse(&map, include).context("reading the image")?;
     let kg = Kg::from_sections(|name| view.section(&map, name)).context("reading the graph")?;
     let ns_owner = RenderOptions::default();

@@ -6,7 +6,7 @@ use std::io::BufReader;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use kgbox_bundle::format::COMPRESSION_ZSTD;
+use kgbox_bundle::format::{COMPRESSION_DERIVED, COMPRESSION_ZSTD};
 use kgbox_bundle::BundleReader;
 
 /// Renders the header, manifest and section table as text.
@@ -46,10 +46,10 @@ pub fn inspect(path: &Path) -> Result<String> {
             e.stored_len,
             e.raw_len,
             ratio,
-            if e.compression == COMPRESSION_ZSTD {
-                "zstd"
-            } else {
-                "none"
+            match e.compression {
+                COMPRESSION_ZSTD => "zstd",
+                COMPRESSION_DERIVED => "derived",
+                _ => "none",
             },
             &hex::encode(e.sha256_raw)[..16]
         )?;

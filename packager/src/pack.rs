@@ -68,6 +68,8 @@ pub struct ScaleOptions {
     pub spill_dir: Option<PathBuf>,
     /// zstd level for sections over [`LARGE_SECTION`] bytes.
     pub large_level: i32,
+    /// Carry the in-edges, or leave them to the device (`--in-edges`).
+    pub in_edges: graph::InEdges,
 }
 
 /// Sections larger than this (16 MiB: the CSR of a graph of about 4M
@@ -82,6 +84,7 @@ impl Default for ScaleOptions {
             sort_run: crate::input::DEFAULT_LIMIT,
             spill_dir: None,
             large_level: 6,
+            in_edges: graph::InEdges::default(),
         }
     }
 }
@@ -221,6 +224,7 @@ pub fn pack_with(
             sort_run: opts.scale.sort_run,
             spill_dir: opts.scale.spill_dir.clone(),
             progress: build_bar.clone(),
+            in_edges: opts.scale.in_edges,
         },
     )?;
     build_bar.finish_and_clear();
@@ -320,12 +324,15 @@ pub fn pack_with(
         .large_level(opts.scale.large_level, LARGE_SECTION)
         .spill_dir(opts.scale.spill_dir.clone());
     for (name, data) in built.sections {
-        writer.add_raw(
-            name,
-            kgbox_bundle::sections::KG_REQUIRED.contains(&name),
-            data.into_raw()
-                .with_context(|| format!("reading back the spilled section {name}"))?,
-        )?;
+        let required = kgbox_bundle::sections::KG_REQUIRED.contains(&name);
+        let raw = data
+            .into_raw()
+            .with_context(|| format!("reading back the spilled section {name}"))?;
+        if built.derived_in && kgbox_bundle::derive::DERIVABLE.contains(&name) {
+            writer.add_derived(name, required, raw)?;
+        } else {
+            writer.add_raw(name, required, raw)?;
+        }
     }
     let write_bar = phase_bar(opts.progress);
     write_bar.set_message("compressing the sections (zstd, all cores) and signing");

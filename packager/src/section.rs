@@ -6,6 +6,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use kgbox_bundle::writer::RawSection;
+use sha2::{Digest, Sha256};
 
 /// The sections a build produces, in order.
 pub type Sections = Vec<(&'static str, SectionData)>;
@@ -16,6 +17,12 @@ pub enum SectionData {
     Spilled {
         file: tempfile::NamedTempFile,
         len: u64,
+    },
+    /// Only the length and sha256 of the bytes: a section the device
+    /// derives (the in-edges of a graph built on disk).
+    Digest {
+        len: u64,
+        sha256: [u8; 32],
     },
 }
 
@@ -36,7 +43,7 @@ impl SectionData {
     pub fn len(&self) -> u64 {
         match self {
             SectionData::Heap(v) => v.len() as u64,
-            SectionData::Spilled { len, .. } => *len,
+            SectionData::Spilled { len, .. } | SectionData::Digest { len, .. } => *len,
         }
     }
 
@@ -48,7 +55,7 @@ impl SectionData {
     pub fn heap(&self) -> Option<&[u8]> {
         match self {
             SectionData::Heap(v) => Some(v),
-            SectionData::Spilled { .. } => None,
+            SectionData::Spilled { .. } | SectionData::Digest { .. } => None,
         }
     }
 
@@ -60,6 +67,7 @@ impl SectionData {
                 file: file.reopen()?,
                 len,
             },
+            SectionData::Digest { len, sha256 } => RawSection::Digest { len, sha256 },
         })
     }
 }
@@ -70,6 +78,11 @@ pub enum SectionOut {
     Heap(Vec<u8>),
     Spill {
         out: BufWriter<tempfile::NamedTempFile>,
+        len: u64,
+    },
+    /// Bytes only hashed, not kept ([`SectionData::Digest`]).
+    Digest {
+        hasher: Sha256,
         len: u64,
     },
 }
@@ -85,9 +98,21 @@ impl SectionOut {
         })
     }
 
+    /// A section of which only the length and sha256 are kept.
+    pub fn digest() -> SectionOut {
+        SectionOut::Digest {
+            hasher: Sha256::new(),
+            len: 0,
+        }
+    }
+
     pub fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
         match self {
             SectionOut::Heap(v) => v.extend_from_slice(bytes),
+            SectionOut::Digest { hasher, len } => {
+                hasher.update(bytes);
+                *len += bytes.len() as u64;
+            }
             SectionOut::Spill { out, len } => {
                 out.write_all(bytes)?;
                 *len += bytes.len() as u64;
@@ -103,6 +128,10 @@ impl SectionOut {
                 let file = out.into_inner().map_err(|e| e.into_error())?;
                 SectionData::Spilled { file, len }
             }
+            SectionOut::Digest { hasher, len } => SectionData::Digest {
+                len,
+                sha256: hasher.finalize().into(),
+            },
         })
     }
 }
@@ -115,7 +144,7 @@ impl Write for SectionOut {
 
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            SectionOut::Heap(_) => Ok(()),
+            SectionOut::Heap(_) | SectionOut::Digest { .. } => Ok(()),
             SectionOut::Spill { out, .. } => out.flush(),
         }
     }

@@ -14,6 +14,7 @@ use kgbox_bundle::image::from_bundle_bytes;
 use kgbox_bundle::sections::include_in_image;
 use kgbox_bundle::{BundleError, Limits, TrustedKeys};
 use kgbox_pack::delta::{delta_bytes, self_check, DeltaOptions, Loaded};
+use kgbox_pack::graph::InEdges;
 
 /// A small deterministic generator (xorshift), enough for test graphs.
 struct Rng(u64);
@@ -99,6 +100,16 @@ struct Pair {
 }
 
 fn pack_graph(dir: &Path, name: &str, g: &(Vec<String>, Vec<String>), version: u64) -> PathBuf {
+    pack_graph_with(dir, name, g, version, InEdges::Auto)
+}
+
+fn pack_graph_with(
+    dir: &Path,
+    name: &str,
+    g: &(Vec<String>, Vec<String>),
+    version: u64,
+    in_edges: InEdges,
+) -> PathBuf {
     let triples = write(dir, &format!("{name}.tsv"), g.0.join("\n") + "\n");
     let aliases = write(dir, &format!("{name}-aliases.tsv"), g.1.join("\n") + "\n");
     let relations = write(
@@ -111,6 +122,7 @@ fn pack_graph(dir: &Path, name: &str, g: &(Vec<String>, Vec<String>), version: u
     opts.aliases = Some(aliases);
     opts.relations = Some(relations);
     opts.version = semver::Version::new(1, version, 0);
+    opts.scale.in_edges = in_edges;
     kgbox_pack::pack(&opts, &test_key(), &out).unwrap();
     out
 }
@@ -138,14 +150,16 @@ fn apply(delta: &[u8], old: &Loaded) -> Result<Vec<u8>, BundleError> {
     r.check_payloads(&limits(), include_in_image)?;
     let base = |n: &str| old.section(n);
     let mut out = Vec::new();
-    r.write_image(
+    let plan = r.write_image(
         &base,
         &old.prefix.digest(),
         &limits(),
         include_in_image,
         &mut out,
     )?;
-    Ok(out)
+    let mut image = kgbox_bundle::AlignedBytes::from_slice(&out);
+    kgbox_bundle::derive::fill(r.new_prefix(), &plan.ranges, image.as_mut_slice())?;
+    Ok(image.to_vec())
 }
 
 #[test]
@@ -174,6 +188,30 @@ fn a_delta_rebuilds_the_new_image_byte_for_byte() {
         "delta {} bytes, bundle {full}",
         delta.len()
     );
+}
+
+/// Between bundles that leave the in-edges to the device, a delta carries
+/// none of them, and the device's derived image is the new bundle's.
+#[test]
+fn a_delta_between_bundles_with_derived_in_edges_rebuilds_the_new_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = graph(1, 200, 400, 3000);
+    let old = pack_graph_with(dir.path(), "old", &g, 0, InEdges::Derive);
+    let new = pack_graph_with(dir.path(), "new", &changed(&g, 5), 1, InEdges::Derive);
+    let (lo, ln) = (Loaded::read(&old).unwrap(), Loaded::read(&new).unwrap());
+    let (delta, report) = delta_bytes(&lo, &ln, &test_key(), &DeltaOptions::default()).unwrap();
+    for name in kgbox_bundle::derive::DERIVABLE {
+        let s = report.iter().find(|s| s.name == name).unwrap();
+        assert_eq!((s.op, s.payload), (Op::Full, 0), "{name}");
+    }
+    let image = apply(&delta, &lo).unwrap();
+    let expected = from_bundle_bytes(&std::fs::read(&new).unwrap(), &keys(), &limits()).unwrap();
+    assert!(
+        image == *expected,
+        "the delta's image differs from the bundle's"
+    );
+    let view = kgbox_bundle::ImageView::parse(&expected, include_in_image).unwrap();
+    view.verify_hashes(&expected).unwrap();
 }
 
 #[test]

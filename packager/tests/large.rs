@@ -133,6 +133,66 @@ fn spilling_to_disk_writes_the_same_bundle() {
     assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0);
 }
 
+/// A bundle that leaves the in-edges to the device is smaller, marks them
+/// derived, and installs to the same in-edges as one that carries them;
+/// built on disk (where only their digests are kept) it is the same bundle.
+#[test]
+fn derived_in_edges_install_to_the_shipped_ones() {
+    use kgbox_bundle::derive::DERIVABLE;
+    use kgbox_bundle::format::COMPRESSION_DERIVED;
+    use kgbox_pack::graph::InEdges;
+    let dir = tempfile::tempdir().unwrap();
+    let g = generate(dir.path());
+    let mut opts = options(&g.path);
+    assert_eq!(opts.scale.in_edges, InEdges::Auto);
+    let full = dir.path().join("full.kgb");
+    pack(&opts, &test_key(), &full).unwrap();
+    opts.scale.in_edges = InEdges::Derive;
+    let lean = dir.path().join("lean.kgb");
+    pack(&opts, &test_key(), &lean).unwrap();
+    let spill = dir.path().join("spill");
+    std::fs::create_dir(&spill).unwrap();
+    opts.scale.sort_run = 4096;
+    opts.scale.spill_dir = Some(spill.clone());
+    let spilled = dir.path().join("spilled.kgb");
+    pack(&opts, &test_key(), &spilled).unwrap();
+    assert_eq!(
+        std::fs::read(&spilled).unwrap(),
+        std::fs::read(&lean).unwrap()
+    );
+    assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0);
+
+    let size = |p: &Path| std::fs::metadata(p).unwrap().len();
+    assert!(
+        size(&lean) * 10 < size(&full) * 8,
+        "{} vs {}",
+        size(&lean),
+        size(&full)
+    );
+    let (a, b) = (
+        load(&full, &test_key().public()),
+        load(&lean, &test_key().public()),
+    );
+    let table = |l: &common::Loaded, name: &str| {
+        l.view
+            .prefix
+            .sections
+            .iter()
+            .find(|e| e.name == name)
+            .map(|e| e.compression)
+            .unwrap()
+    };
+    for name in DERIVABLE {
+        assert_ne!(table(&a, name), COMPRESSION_DERIVED);
+        assert_eq!(table(&b, name), COMPRESSION_DERIVED);
+        assert_eq!(
+            a.view.section(&a.bytes, name),
+            b.view.section(&b.bytes, name),
+            "{name}"
+        );
+    }
+}
+
 /// Whether util-linux `script` can give the packager a pseudo-terminal.
 fn have_script() -> bool {
     Command::new("script")

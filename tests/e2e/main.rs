@@ -19,6 +19,7 @@ mod config;
 mod delta;
 mod dense;
 mod deploy;
+mod derived;
 mod faults;
 mod llm_server;
 mod mqtt;

@@ -63,8 +63,9 @@ pub fn choose(
         transform: Transform::Raw,
         payload: stored.clone(),
     };
-    // A section no image holds is never decoded on a device: copy it.
-    if !include_in_image(entry) {
+    // A section no image holds is never decoded on a device, and a
+    // derived one stores nothing: copy it.
+    if !include_in_image(entry) || kgbox_bundle::derive::is_derived(entry) {
         return Ok(full);
     }
     let raw = new

@@ -55,6 +55,11 @@ impl Loaded {
                 .with_context(|| format!("{}: section `{}`", path.display(), entry.name))?;
             raw.insert(entry.name.clone(), bytes);
         }
+        let derived = kgbox_bundle::derive::owned(&prefix, |n| raw.get(n).map(Vec::as_slice))
+            .with_context(|| format!("{}: deriving the in-edges", path.display()))?;
+        for (name, bytes) in derived {
+            raw.insert(name.to_string(), bytes);
+        }
         let mut file = File::open(path)?;
         let mut stored = HashMap::new();
         for entry in &prefix.sections {

@@ -172,14 +172,16 @@ pub fn self_check(delta: &[u8], old: &Loaded, window_log_max: u32) -> Result<Vec
     reader.check_payloads(&limits, include_in_image)?;
     let base = |n: &str| old.section(n);
     let mut image = Vec::new();
-    reader.write_image(
+    let plan = reader.write_image(
         &base,
         &old.prefix.digest(),
         &limits,
         include_in_image,
         &mut image,
     )?;
-    Ok(image)
+    let mut image = kgbox_bundle::AlignedBytes::from_slice(&image);
+    kgbox_bundle::derive::fill(reader.new_prefix(), &plan.ranges, image.as_mut_slice())?;
+    Ok(image.to_vec())
 }
 
 /// `kgbox-pack delta`: reads both bundles, makes, checks and writes the delta.

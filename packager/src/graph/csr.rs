@@ -16,14 +16,38 @@ pub struct CsrWriter {
 
 impl CsrWriter {
     pub fn new(nodes: u64, spill: Option<&std::path::Path>) -> io::Result<CsrWriter> {
-        Ok(CsrWriter {
-            offsets: SectionOut::new(spill)?,
-            relations: SectionOut::new(spill)?,
-            others: SectionOut::new(spill)?,
+        Ok(CsrWriter::with(
+            [
+                SectionOut::new(spill)?,
+                SectionOut::new(spill)?,
+                SectionOut::new(spill)?,
+            ],
+            nodes,
+        ))
+    }
+
+    /// A writer that keeps only each section's length and sha256 (the
+    /// in-edges of a large graph, which the device derives).
+    pub fn digest_only(nodes: u64) -> CsrWriter {
+        CsrWriter::with(
+            [
+                SectionOut::digest(),
+                SectionOut::digest(),
+                SectionOut::digest(),
+            ],
+            nodes,
+        )
+    }
+
+    fn with([offsets, relations, others]: [SectionOut; 3], nodes: u64) -> CsrWriter {
+        CsrWriter {
+            offsets,
+            relations,
+            others,
             nodes,
             next_node: 0,
             count: 0,
-        })
+        }
     }
 
     /// Adds the edge `node -relation-> other`; `node` never decreases.

@@ -21,6 +21,38 @@ mod sort;
 pub struct BuiltKg {
     pub sections: Sections,
     pub stats: KgStats,
+    /// The in-edge sections are for the device to derive (see
+    /// [`InEdges`]); in a build on disk only their digests were kept.
+    pub derived_in: bool,
+}
+
+/// Whether a bundle carries the in-edges (the reverse CSR) or leaves them
+/// to the device, which derives them from the out-edges at install
+/// (`kgbox_bundle::derive`): half the graph's bytes in the bundle, for
+/// seconds at install per 100M triples.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum InEdges {
+    /// Derive for graphs of more than [`DERIVE_FROM`] triples.
+    #[default]
+    Auto,
+    /// Always carry them.
+    Ship,
+    /// Always leave them to the device.
+    Derive,
+}
+
+/// Triples from which `auto` leaves the in-edges to the device: each
+/// in-edge array is then over 16 MiB.
+pub const DERIVE_FROM: u64 = 4 << 20;
+
+impl InEdges {
+    pub fn derive(self, triples: u64) -> bool {
+        match self {
+            InEdges::Auto => triples > DERIVE_FROM,
+            InEdges::Ship => false,
+            InEdges::Derive => true,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +81,7 @@ pub struct BuildOptions {
     pub spill_dir: Option<PathBuf>,
     /// Phase messages go here (hidden by default).
     pub progress: ProgressBar,
+    pub in_edges: InEdges,
 }
 
 impl Default for BuildOptions {
@@ -57,6 +90,7 @@ impl Default for BuildOptions {
             sort_run: crate::input::DEFAULT_LIMIT,
             spill_dir: None,
             progress: ProgressBar::hidden(),
+            in_edges: InEdges::default(),
         }
     }
 }
@@ -224,11 +258,21 @@ pub fn build_with(mut raw: RawKg, opts: &BuildOptions) -> Result<BuiltKg, BuildE
     sections.push((s::OUT_OFFSETS, o));
     sections.push((s::OUT_RELATIONS, r));
     sections.push((s::OUT_TARGETS, t));
-    bar.set_message("writing the reverse CSR");
+    let derived_in = opts.in_edges.derive(kept);
+    bar.set_message(if derived_in {
+        "hashing the reverse CSR (the device derives it)"
+    } else {
+        "writing the reverse CSR"
+    });
     bar.set_length(kept);
     bar.set_position(0);
     let mut sorted = reverse.finish()?;
-    let mut out = csr::CsrWriter::new(n as u64, spill)?;
+    // A graph built on disk keeps only the digests of what the device
+    // derives; one in memory keeps the bytes for the later stages.
+    let mut out = match (derived_in, spill) {
+        (true, Some(_)) => csr::CsrWriter::digest_only(n as u64),
+        _ => csr::CsrWriter::new(n as u64, spill)?,
+    };
     while let Some(t) = sorted.next()? {
         bar.inc(1);
         out.push(t[0], t[1], t[2])?;
@@ -288,6 +332,7 @@ pub fn build_with(mut raw: RawKg, opts: &BuildOptions) -> Result<BuiltKg, BuildE
             aliases: alias_count,
             duplicates_removed,
         },
+        derived_in,
     })
 }
 
@@ -314,10 +359,62 @@ impl Aligned {
                 SectionData::Spilled { file, .. } => {
                     AlignedSection::Mapped(crate::section::map(file.as_file())?)
                 }
+                SectionData::Digest { .. } => continue,
             };
             map.insert(*name, section);
         }
-        Ok(Aligned(map))
+        let mut aligned = Aligned(map);
+        if built
+            .iter()
+            .any(|(_, d)| matches!(d, SectionData::Digest { .. }))
+        {
+            aligned.derive_in_edges()?;
+        }
+        Ok(aligned)
+    }
+
+    /// The in-edges of a graph whose bundle leaves them to the device,
+    /// computed here as the device computes them.
+    fn derive_in_edges(&mut self) -> std::io::Result<()> {
+        use kgbox_bundle::derive;
+        let bad = |e: kgbox_bundle::BundleError| std::io::Error::other(e.to_string());
+        let words = |name: &str| {
+            self.get(name)
+                .ok_or_else(|| bad(kgbox_bundle::BundleError::MissingSection(name.into())))
+        };
+        let (o, r, t) = (
+            words(s::OUT_OFFSETS)?,
+            words(s::OUT_RELATIONS)?,
+            words(s::OUT_TARGETS)?,
+        );
+        let csr = derive::Csr {
+            offsets: cast_words(o)?,
+            relations: cast_words(r)?,
+            others: cast_words(t)?,
+        };
+        let mut into = (
+            vec![0u64; csr.offsets.len()],
+            vec![0u32; csr.relations.len()],
+            vec![0u32; csr.relations.len()],
+        );
+        derive::reverse(
+            &csr,
+            derive::CsrMut {
+                offsets: &mut into.0,
+                relations: &mut into.1,
+                others: &mut into.2,
+            },
+        )
+        .map_err(bad)?;
+        let aligned =
+            |b: &[u8]| AlignedSection::Heap(kgbox_bundle::image::AlignedBytes::from_slice(b));
+        let sections = [
+            (s::IN_OFFSETS, aligned(bytemuck::cast_slice(&into.0))),
+            (s::IN_RELATIONS, aligned(bytemuck::cast_slice(&into.1))),
+            (s::IN_SOURCES, aligned(bytemuck::cast_slice(&into.2))),
+        ];
+        self.0.extend(sections);
+        Ok(())
     }
 
     pub fn get(&self, name: &str) -> Option<&[u8]> {
@@ -333,4 +430,8 @@ impl Aligned {
         kgbox_bundle::Kg::from_sections(|name| self.get(name))
             .context("the built graph cannot be read back")
     }
+}
+
+fn cast_words<T: bytemuck::Pod>(bytes: &[u8]) -> std::io::Result<&[T]> {
+    bytemuck::try_cast_slice(bytes).map_err(|e| std::io::Error::other(e.to_string()))
 }

@@ -141,9 +141,10 @@ pub fn load(path: &Path, trusted: &PublicKey) -> Loaded {
     let limits = Limits::default();
     reader.check_stored(&limits, include_in_image).unwrap();
     let mut image = Vec::new();
-    write_image(&mut reader, &limits, include_in_image, &mut image).unwrap();
+    let plan = write_image(&mut reader, &limits, include_in_image, &mut image).unwrap();
     let view = ImageView::parse(&image, include_in_image).unwrap();
-    let bytes = AlignedBytes::from_slice(&image);
+    let mut bytes = AlignedBytes::from_slice(&image);
+    kgbox_bundle::derive::fill(reader.prefix(), &plan.ranges, bytes.as_mut_slice()).unwrap();
     view.verify_hashes(&bytes).unwrap();
     Loaded {
         manifest: reader.prefix().manifest.clone(),

@@ -35,6 +35,10 @@ pub const SIG_ALG_ED25519: u32 = 1;
 pub const FLAG_REQUIRED: u32 = 1;
 pub const COMPRESSION_NONE: u32 = 0;
 pub const COMPRESSION_ZSTD: u32 = 1;
+/// Not stored (`stored_len` 0): the device computes the raw bytes from other
+/// sections when it installs the bundle and checks them against
+/// `sha256_raw` (see [`crate::derive`]).
+pub const COMPRESSION_DERIVED: u32 = 2;
 
 /// The fixed 64-byte header.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,7 +205,7 @@ impl SectionEntry {
             )));
         }
         let compression = u32_at(b, 52);
-        if compression != COMPRESSION_NONE && compression != COMPRESSION_ZSTD {
+        if ![COMPRESSION_NONE, COMPRESSION_ZSTD, COMPRESSION_DERIVED].contains(&compression) {
             return Err(BundleError::Corrupt(format!(
                 "section `{name}`: unknown compression {compression}"
             )));
@@ -287,6 +291,12 @@ impl Prefix {
                 return Err(BundleError::Corrupt(format!(
                     "section `{}` is uncompressed but stores {} bytes for {} raw",
                     e.name, e.stored_len, e.raw_len
+                )));
+            }
+            if e.compression == COMPRESSION_DERIVED && e.stored_len != 0 {
+                return Err(BundleError::Corrupt(format!(
+                    "section `{}` is derived at install but stores {} bytes",
+                    e.name, e.stored_len
                 )));
             }
             expected_offset = expected_offset.checked_add(e.stored_len).ok_or_else(|| {

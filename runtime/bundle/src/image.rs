@@ -69,7 +69,9 @@ pub(crate) fn image_header(prefix_len: u64, total_len: u64) -> [u8; IMAGE_HEADER
 /// Writes the image of a bundle to `out`, decompressing each included section
 /// through [`BundleReader::copy_section`] (bounded memory, sizes and hashes
 /// checked), and checks the source IRI sections in full (they are held in
-/// memory for that). Call [`BundleReader::check_stored`] first.
+/// memory for that). Derived sections are left as zeros: run
+/// [`crate::derive::fill`] on the written image. Call
+/// [`BundleReader::check_stored`] first.
 pub fn write_image<R: Read + Seek, W: Write>(
     reader: &mut BundleReader<R>,
     limits: &Limits,
@@ -78,24 +80,59 @@ pub fn write_image<R: Read + Seek, W: Write>(
 ) -> Result<Plan> {
     let prefix = reader.prefix().clone();
     let plan = plan(&prefix, include);
-    let wr = |e| BundleError::io("writing the image", e);
-    out.write_all(&image_header(prefix.bytes.len() as u64, plan.total_len))
-        .map_err(wr)?;
-    out.write_all(&prefix.bytes).map_err(wr)?;
-    let mut at = IMAGE_HEADER_LEN + prefix.bytes.len() as u64;
-    let zeros = [0u8; ALIGN as usize];
+    let mut image = ImageOut::start(out, &prefix, &plan)?;
     let mut collected = Collected::default();
     for (entry, range) in prefix.sections.iter().zip(&plan.ranges) {
         let Some(range) = range else { continue };
-        out.write_all(&zeros[..(range.start - at) as usize])
-            .map_err(wr)?;
-        reader.copy_checked(entry, limits, out, &mut collected)?;
-        at = range.end;
+        image.pad_to(range)?;
+        reader.copy_checked(entry, limits, image.out, &mut collected)?;
     }
-    out.write_all(&zeros[..(plan.total_len - at) as usize])
-        .map_err(wr)?;
+    image.finish()?;
     collected.check(&prefix)?;
     Ok(plan)
+}
+
+/// Writes an image's frame: the header and prefix, the zero padding before
+/// each section (whose bytes the caller writes to `out`) and after the last.
+pub(crate) struct ImageOut<'w, W: Write> {
+    pub out: &'w mut W,
+    at: u64,
+    total_len: u64,
+}
+
+impl<'w, W: Write> ImageOut<'w, W> {
+    /// Writes the header and the prefix of the image of `prefix` laid out by `plan`.
+    pub fn start(out: &'w mut W, prefix: &Prefix, plan: &Plan) -> Result<ImageOut<'w, W>> {
+        out.write_all(&image_header(prefix.bytes.len() as u64, plan.total_len))
+            .and_then(|_| out.write_all(&prefix.bytes))
+            .map_err(|e| BundleError::io("writing the image", e))?;
+        Ok(ImageOut {
+            out,
+            at: IMAGE_HEADER_LEN + prefix.bytes.len() as u64,
+            total_len: plan.total_len,
+        })
+    }
+
+    /// Pads to the start of the section placed at `range`, whose bytes the
+    /// caller writes next.
+    pub fn pad_to(&mut self, range: &Range<u64>) -> Result<()> {
+        self.zeros(range.start)?;
+        self.at = range.end;
+        Ok(())
+    }
+
+    /// Pads to the end of the image.
+    pub fn finish(mut self) -> Result<()> {
+        self.zeros(self.total_len)
+    }
+
+    fn zeros(&mut self, to: u64) -> Result<()> {
+        let zeros = [0u8; ALIGN as usize];
+        let n = to.saturating_sub(self.at).min(ALIGN) as usize;
+        self.out
+            .write_all(&zeros[..n])
+            .map_err(|e| BundleError::io("writing the image", e))
+    }
 }
 
 /// Verifies a whole bundle held in memory (signature, known sections,
@@ -110,13 +147,15 @@ pub fn from_bundle_bytes(
     crate::sections::check_known(reader.prefix())?;
     reader.check_stored(limits, crate::sections::include_in_image)?;
     let mut out = Vec::new();
-    write_image(
+    let plan = write_image(
         &mut reader,
         limits,
         crate::sections::include_in_image,
         &mut out,
     )?;
-    Ok(AlignedBytes::from_slice(&out))
+    let mut image = AlignedBytes::from_slice(&out);
+    crate::derive::fill(reader.prefix(), &plan.ranges, image.as_mut_slice())?;
+    Ok(image)
 }
 
 /// A verified bundle's image held in memory with its parsed view: the
@@ -249,6 +288,12 @@ impl AlignedBytes {
             words,
             len: bytes.len(),
         }
+    }
+}
+
+impl AlignedBytes {
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut bytemuck::cast_slice_mut::<u64, u8>(&mut self.words)[..self.len]
     }
 }
 

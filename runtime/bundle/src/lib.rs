@@ -22,6 +22,7 @@ compile_error!(
 );
 
 pub mod delta;
+pub mod derive;
 pub mod error;
 pub mod format;
 pub mod image;

@@ -181,6 +181,7 @@ impl<R: Read + Seek> BundleReader<R> {
         limits: &Limits,
         include: impl Fn(&SectionEntry) -> bool,
     ) -> Result<()> {
+        crate::derive::check(&self.prefix)?;
         let total = self.prefix.raw_total(&include);
         if total > limits.max_total_bytes {
             return Err(BundleError::TotalTooLarge {
@@ -245,6 +246,14 @@ impl<R: Read + Seek> BundleReader<R> {
             });
         }
         let name = entry.name.clone();
+        if crate::derive::is_derived(entry) {
+            // Zeros where it goes: `derive::fill` computes and checks it
+            // once the whole image is written.
+            let mut zeros = io::repeat(0).take(entry.raw_len);
+            io::copy(&mut zeros, out)
+                .map_err(|e| BundleError::io(format!("writing section `{name}`"), e))?;
+            return Ok(());
+        }
         let stored = self.stored_reader(entry)?;
         let mut source = stored_decoder(&name, entry.compression, stored, limits)?;
         let found = pump(&name, &mut source, entry.raw_len, out)?;

@@ -13,8 +13,9 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{BundleError, Result};
 use crate::format::{
-    check_section_name, Header, SectionEntry, COMPRESSION_NONE, COMPRESSION_ZSTD, ENTRY_LEN,
-    FLAG_REQUIRED, FORMAT_VERSION, HEADER_LEN, MAX_MANIFEST_LEN, MAX_SECTIONS, SIGNATURE_LEN,
+    check_section_name, Header, SectionEntry, COMPRESSION_DERIVED, COMPRESSION_NONE,
+    COMPRESSION_ZSTD, ENTRY_LEN, FLAG_REQUIRED, FORMAT_VERSION, HEADER_LEN, MAX_MANIFEST_LEN,
+    MAX_SECTIONS, SIGNATURE_LEN,
 };
 use crate::keys::SecretKey;
 use crate::manifest::Manifest;
@@ -82,18 +83,40 @@ impl StoredSection {
 }
 
 /// A section's raw bytes: in memory, or a file of `len` bytes read from its
-/// start.
+/// start; or, for a section the device derives (see [`crate::derive`]),
+/// only their length and sha256.
 #[derive(Debug)]
 pub enum RawSection {
     Bytes(Vec<u8>),
     File { file: File, len: u64 },
+    Digest { len: u64, sha256: [u8; 32] },
 }
 
 impl RawSection {
     pub fn len(&self) -> u64 {
         match self {
             RawSection::Bytes(v) => v.len() as u64,
-            RawSection::File { len, .. } => *len,
+            RawSection::File { len, .. } | RawSection::Digest { len, .. } => *len,
+        }
+    }
+
+    /// The length and sha256 of the bytes.
+    fn digest(self, name: &str) -> Result<(u64, [u8; 32])> {
+        match self {
+            RawSection::Bytes(v) => Ok((v.len() as u64, Sha256::digest(&v).into())),
+            RawSection::Digest { len, sha256 } => Ok((len, sha256)),
+            RawSection::File { mut file, len } => {
+                let io = |e| BundleError::io(format!("hashing section `{name}`"), e);
+                file.seek(SeekFrom::Start(0)).map_err(io)?;
+                let mut hasher = Sha256::new();
+                let copied = std::io::copy(&mut (&mut file).take(len), &mut hasher).map_err(io)?;
+                if copied != len {
+                    return Err(BundleError::Build(format!(
+                        "section `{name}`: {copied} bytes read back, {len} written"
+                    )));
+                }
+                Ok((len, hasher.finalize().into()))
+            }
         }
     }
 
@@ -243,7 +266,7 @@ pub struct WriteReport {
 /// Collects sections and writes a signed bundle.
 pub struct BundleWriter {
     manifest: Manifest,
-    pending: Vec<(String, bool, RawSection)>,
+    pending: Vec<Pending>,
     stored: Vec<StoredSection>,
     levels: Levels,
     spill_dir: Option<PathBuf>,
@@ -298,7 +321,32 @@ impl BundleWriter {
     pub fn add_raw(&mut self, name: &str, required: bool, raw: RawSection) -> Result<()> {
         check_section_name(name)?;
         self.check_new_name(name)?;
-        self.pending.push((name.to_string(), required, raw));
+        self.pending.push(Pending {
+            name: name.to_string(),
+            required,
+            raw,
+            derived: false,
+        });
+        Ok(())
+    }
+
+    /// Adds a section the device derives at install instead of reading it
+    /// (only the in-edges, see [`crate::derive`]): the table keeps its
+    /// length and sha256, the bundle none of its bytes.
+    pub fn add_derived(&mut self, name: &str, required: bool, raw: RawSection) -> Result<()> {
+        check_section_name(name)?;
+        if !crate::derive::DERIVABLE.contains(&name) {
+            return Err(BundleError::Build(format!(
+                "section `{name}` cannot be derived on the device"
+            )));
+        }
+        self.check_new_name(name)?;
+        self.pending.push(Pending {
+            name: name.to_string(),
+            required,
+            raw,
+            derived: true,
+        });
         Ok(())
     }
 
@@ -311,7 +359,8 @@ impl BundleWriter {
     }
 
     fn check_new_name(&self, name: &str) -> Result<()> {
-        if self.pending.iter().any(|p| p.0 == name) || self.stored.iter().any(|s| s.name == name) {
+        if self.pending.iter().any(|p| p.name == name) || self.stored.iter().any(|s| s.name == name)
+        {
             return Err(BundleError::Build(format!("section `{name}` added twice")));
         }
         Ok(())
@@ -393,9 +442,32 @@ impl BundleWriter {
     }
 }
 
+/// A section added to a writer, compressed (or hashed) at write time.
+struct Pending {
+    name: String,
+    required: bool,
+    raw: RawSection,
+    derived: bool,
+}
+
+/// A derived section's table row: its raw length and hash, nothing stored.
+fn derived(name: String, required: bool, raw: RawSection) -> Result<Written> {
+    let (raw_len, sha256_raw) = raw.digest(&name)?;
+    Ok(Written {
+        name,
+        required,
+        compression: COMPRESSION_DERIVED,
+        raw_len,
+        stored_len: 0,
+        sha256_raw,
+        sha256_stored: Sha256::digest([]).into(),
+        data: Data::Bytes(Vec::new()),
+    })
+}
+
 /// Compresses sections on up to `available_parallelism` threads, keeping order.
 fn compress_all(
-    pending: Vec<(String, bool, RawSection)>,
+    pending: Vec<Pending>,
     levels: Levels,
     dir: Option<&std::path::Path>,
 ) -> Result<Vec<Written>> {
@@ -405,8 +477,8 @@ fn compress_all(
         .min(pending.len().max(1));
     // Largest first, so one big section does not start last.
     let mut order: Vec<usize> = (0..pending.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(pending[i].2.len()));
-    let pending: Vec<Mutex<Option<(String, bool, RawSection)>>> =
+    order.sort_by_key(|&i| std::cmp::Reverse(pending[i].raw.len()));
+    let pending: Vec<Mutex<Option<Pending>>> =
         pending.into_iter().map(|p| Mutex::new(Some(p))).collect();
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<Written>>>> =
@@ -416,11 +488,20 @@ fn compress_all(
             scope.spawn(|| loop {
                 let k = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&i) = order.get(k) else { break };
-                let Some((name, required, raw)) = pending[i].lock().ok().and_then(|mut p| p.take())
+                let Some(Pending {
+                    name,
+                    required,
+                    raw,
+                    derived: is_derived,
+                }) = pending[i].lock().ok().and_then(|mut p| p.take())
                 else {
                     break;
                 };
                 let r = match raw {
+                    raw if is_derived => derived(name, required, raw),
+                    RawSection::Digest { .. } => Err(BundleError::Build(format!(
+                        "section `{name}`: only a derived section may be given by its digest"
+                    ))),
                     RawSection::Bytes(raw) => {
                         let chosen = levels.for_len(raw.len() as u64);
                         StoredSection::compress_with(&name, required, &raw, chosen)

@@ -109,28 +109,42 @@ impl Incoming {
     }
 
     /// Writes the image: a bundle's sections decompressed, or a delta
-    /// applied to `base` (the active image).
-    fn write_image(
+    /// applied to `base` (the active image); then, in the written file,
+    /// the sections the bundle leaves to the device (`derive`).
+    fn write_image<F: Write + std::os::fd::AsFd>(
         &mut self,
         base: Option<&LoadedBundle>,
         limits: &Limits,
-        out: &mut BufWriter<impl Write>,
+        out: &mut BufWriter<F>,
     ) -> Result<()> {
-        match (self, base) {
+        let plan = match (&mut *self, base) {
             (Incoming::Bundle(r), _) => {
-                image::write_image(&mut **r, limits, include_in_image, out)?;
+                image::write_image(&mut **r, limits, include_in_image, out)?
             }
             (Incoming::Delta(d), Some(base)) => {
                 let sections = |n: &str| base.section(n);
                 let digest = base.view().prefix.digest();
-                d.write_image(&sections, &digest, limits, include_in_image, out)?;
+                d.write_image(&sections, &digest, limits, include_in_image, out)?
             }
             (Incoming::Delta(d), None) => {
                 return Err(Error::DeltaNoBase {
                     delta_base: d.prefix().info.base.to_string(),
                 })
             }
+        };
+        if !kgbox_bundle::derive::any(self.prefix()) {
+            return Ok(());
         }
+        out.flush()
+            .map_err(|e| Error::io("writing the image".to_string(), e))?;
+        let fd = out.get_ref().as_fd().as_raw_fd();
+        // SAFETY: the file was just written by this process and is not yet
+        // visible as an image to anyone else (a temporary or .tmp file).
+        let mut map = unsafe { memmap2::MmapOptions::new().map_mut(fd) }
+            .map_err(|e| Error::io("mapping the image to derive its in-edges".to_string(), e))?;
+        kgbox_bundle::derive::fill(self.prefix(), &plan.ranges, &mut map)?;
+        map.flush()
+            .map_err(|e| Error::io("writing the derived in-edges".to_string(), e))?;
         Ok(())
     }
 }
@@ -467,10 +481,17 @@ where
     let result = (|| {
         match source {
             ImageSource::Write(fill) => {
-                let file = File::create(&tmp).map_err(|source| Error::NotWritable {
-                    path: dir.clone(),
-                    source,
-                })?;
+                // Readable too: derived sections are computed in a map of it.
+                let file = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .open(&tmp)
+                    .map_err(|source| Error::NotWritable {
+                        path: dir.clone(),
+                        source,
+                    })?;
                 let mut w = BufWriter::with_capacity(1 << 20, file);
                 fill(&mut w)?;
                 w.flush()

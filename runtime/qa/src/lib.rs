@@ -26,6 +26,7 @@ pub mod prompt;
 mod query_repair;
 pub mod question;
 pub mod rerank;
+pub mod rng;
 pub mod strategies;
 
 pub use pipeline::{AskError, AskOptions, AskResult, Context, ExecSpec, PlannerKind, Stages};

@@ -16,7 +16,7 @@ use super::predict::Sections;
 use super::transform::Context;
 use crate::error::{BundleError, Result};
 use crate::format::{Prefix, SectionEntry, SIGNATURE_LEN};
-use crate::image::{image_header, plan, Plan, ALIGN, IMAGE_HEADER_LEN};
+use crate::image::{plan, ImageOut, Plan};
 use crate::keys::{PublicKey, TrustedKeys};
 use crate::kg::iris::Collected;
 use crate::reader::{pump, stored_decoder, Limits};
@@ -117,6 +117,7 @@ impl<R: Read + Seek> DeltaReader<R> {
         include: impl Fn(&SectionEntry) -> bool,
     ) -> Result<()> {
         let new = &self.prefix.new;
+        crate::derive::check(new)?;
         let total = new.raw_total(&include);
         if total > limits.max_total_bytes {
             return Err(BundleError::TotalTooLarge {
@@ -186,7 +187,8 @@ impl<R: Read + Seek> DeltaReader<R> {
     /// Writes the new bundle's image to `out` (the layout of
     /// [`crate::image::write_image`]) from the base's sections: every
     /// section decoded with its size bound, hashed against the new
-    /// bundle's signed table, the source IRI sections checked in full.
+    /// bundle's signed table, the source IRI sections checked in full;
+    /// derived sections left as zeros for [`crate::derive::fill`].
     /// Call [`DeltaReader::check_payloads`] first.
     pub fn write_image<'b, W: Write>(
         &mut self,
@@ -215,18 +217,17 @@ impl<R: Read + Seek> DeltaReader<R> {
                 early.push(*table);
             }
         }
-        let wr = |e| BundleError::io("writing the image", e);
-        out.write_all(&image_header(new.bytes.len() as u64, plan.total_len))
-            .map_err(wr)?;
-        out.write_all(&new.bytes).map_err(wr)?;
-        let mut at = IMAGE_HEADER_LEN + new.bytes.len() as u64;
-        let zeros = [0u8; ALIGN as usize];
+        let mut image = ImageOut::start(out, &new, &plan)?;
         let mut collected = Collected::default();
         for (i, (entry, range)) in new.sections.iter().zip(&plan.ranges).enumerate() {
             let Some(range) = range else { continue };
-            out.write_all(&zeros[..(range.start - at) as usize])
-                .map_err(wr)?;
-            if let Some(raw) = ctx.new_section(&entry.name) {
+            image.pad_to(range)?;
+            let out = &mut *image.out;
+            let wr = |e| BundleError::io("writing the image", e);
+            if crate::derive::is_derived(entry) {
+                // Zeros where it goes, as `image::write_image` leaves them.
+                std::io::copy(&mut std::io::repeat(0).take(entry.raw_len), out).map_err(wr)?;
+            } else if let Some(raw) = ctx.new_section(&entry.name) {
                 out.write_all(raw).map_err(wr)?;
             } else if Collected::wants(&entry.name) {
                 let mut raw = Vec::new();
@@ -236,10 +237,8 @@ impl<R: Read + Seek> DeltaReader<R> {
             } else {
                 self.produce(&mut ctx, i, limits, out)?;
             }
-            at = range.end;
         }
-        out.write_all(&zeros[..(plan.total_len - at) as usize])
-            .map_err(wr)?;
+        image.finish()?;
         collected.check(&new)?;
         Ok(plan)
     }

@@ -15,6 +15,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use kgbox::Config;
 use kgbox_bundle::Kg;
+use kgbox_qa::rng::SplitMix64 as Rng;
 use kgbox_query::bind::INVERSE_SUFFIX;
 use kgbox_query::{ExecOptions, Executor};
 use serde::Serialize;
@@ -72,23 +73,6 @@ pub struct BenchReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub neural: Option<Micros>,
     pub seppr_k: usize,
-}
-
-/// splitmix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
 }
 
 fn degree(kg: &Kg<'_>, e: u32) -> usize {
@@ -158,7 +142,7 @@ pub fn run(cfg: &Config, args: &BenchArgs) -> Result<()> {
     let bundle = crate::cmd::load_bundle(cfg, &args.source)?;
     let kg = bundle.kg()?;
     anyhow::ensure!(kg.entity_count() > 0, "the bundle's graph is empty");
-    let mut rng = Rng(args.seed);
+    let mut rng = Rng::new(args.seed);
     let hub = hub_degree(&kg, &mut rng);
     let limits = cfg.query.parse_limits();
     let mut opts: ExecOptions = cfg.query.exec_options();

@@ -38,24 +38,6 @@ impl Default for TrainOptions {
     }
 }
 
-/// A small deterministic generator (SplitMix64).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = (self.next() % (i as u64 + 1)) as usize;
-            v.swap(i, j);
-        }
-    }
-}
-
 /// Fits `[classes][dim + 1]` weights with AdamW on softmax cross-entropy.
 pub(super) fn fit(
     xs: &[&Features],
@@ -72,7 +54,7 @@ pub(super) fn fit(
     let mut v = vec![0.0f32; n_params];
     let mut grad = vec![0.0f32; n_params];
     let mut order: Vec<usize> = (0..xs.len()).collect();
-    let mut rng = Rng(opts.seed);
+    let mut rng = crate::rng::SplitMix64::new(opts.seed);
     let (b1, b2, eps) = (0.9f32, 0.999f32, 1e-8f32);
     let mut step = 0i32;
     let batches_per_epoch = xs.len().div_ceil(opts.batch.max(1)).max(1);
