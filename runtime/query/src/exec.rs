@@ -1,5 +1,6 @@
 //! The symbolic executor: evaluates a [`Plan`] bottom-up over fuzzy sets,
-//! then ranks the root's members and explains the top ones with provenance.
+//! then ranks the root's members and explains the top ones with provenance
+//! ([`crate::proofs`]).
 //!
 //! Semantics (see `docs/query-language.md`): an anchor is a singleton with
 //! membership 1; a projection gives each reached entity the maximum
@@ -33,6 +34,7 @@ use kgbox_bundle::Kg;
 use crate::fusion::Fusion;
 use crate::fuzzy::FuzzySet;
 use crate::plan::{Node, Plan};
+use crate::proofs::{prove, ProofSource};
 
 /// How projections are computed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -139,8 +141,7 @@ impl Default for ExecOptions {
     }
 }
 
-/// One supporting triple: (head, relation, tail) ids.
-pub type Triple = [u32; 3];
+pub use crate::proofs::Triple;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer {
@@ -275,7 +276,7 @@ pub fn execute_with(
             entity,
             score,
             paths: if opts.max_paths > 0 {
-                run.proofs(root, entity, opts.max_paths)
+                prove(&run, root, entity, opts.max_paths)
             } else {
                 Vec::new()
             },
@@ -487,88 +488,37 @@ impl<'a> Run<'_, 'a> {
         }
         Ok(acc)
     }
+}
 
-    /// Up to `limit` sets of triples that support `entity` at `node`.
-    fn proofs(&self, node: usize, entity: u32, limit: usize) -> Vec<Vec<Triple>> {
-        match self.plan.nodes.get(node) {
-            Some(Node::Anchor { entity: a }) if *a == entity => vec![Vec::new()],
-            Some(Node::Project {
-                input,
-                relation,
-                inverse,
-            }) => {
-                let Some(x) = self.sets.get(*input).and_then(Option::as_ref) else {
-                    return Vec::new();
-                };
-                let (_, back) = self.csr(*inverse);
-                let mut out = Vec::new();
-                // Strongest sources first.
-                let mut sources: Vec<(u32, f32)> = back
-                    .neighbours(entity, *relation)
-                    .iter()
-                    .map(|&s| (s, x.get(s)))
-                    .filter(|p| p.1 > 0.0)
-                    .collect();
-                sources.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-                for (s, _) in sources {
-                    let triple = if *inverse {
-                        [entity, *relation, s]
-                    } else {
-                        [s, *relation, entity]
-                    };
-                    for mut p in self.proofs(*input, s, limit - out.len()) {
-                        p.push(triple);
-                        out.push(p);
-                        if out.len() >= limit {
-                            return out;
-                        }
-                    }
-                }
-                out
-            }
-            Some(Node::And(ops)) => {
-                let mut combined: Vec<Vec<Triple>> = vec![Vec::new()];
-                for &op in ops {
-                    if matches!(self.plan.nodes.get(op), Some(Node::Not(_))) {
-                        continue;
-                    }
-                    let part = self.proofs(op, entity, limit);
-                    if part.is_empty() {
-                        return Vec::new();
-                    }
-                    let mut next = Vec::new();
-                    'outer: for c in &combined {
-                        for p in &part {
-                            let mut joined = c.clone();
-                            joined.extend(p.iter().filter(|t| !c.contains(t)));
-                            next.push(joined);
-                            if next.len() >= limit {
-                                break 'outer;
-                            }
-                        }
-                    }
-                    combined = next;
-                }
-                combined
-            }
-            Some(Node::Or(ops)) => {
-                let mut out = Vec::new();
-                for &op in ops {
-                    if self
-                        .sets
-                        .get(op)
-                        .and_then(Option::as_ref)
-                        .is_some_and(|s| s.get(entity) > 0.0)
-                    {
-                        out.extend(self.proofs(op, entity, limit - out.len()));
-                        if out.len() >= limit {
-                            break;
-                        }
-                    }
-                }
-                out
-            }
-            _ => Vec::new(),
-        }
+/// Provenance from the evaluated sets: sources from the graph's reverse
+/// adjacency, scored by their membership at the projection's input.
+impl ProofSource for Run<'_, '_> {
+    fn plan(&self) -> &Plan {
+        self.plan
+    }
+
+    fn scored_sources(
+        &self,
+        _node: usize,
+        input: usize,
+        relation: u32,
+        inverse: bool,
+        entity: u32,
+    ) -> Vec<(u32, f32)> {
+        let Some(x) = self.sets.get(input).and_then(Option::as_ref) else {
+            return Vec::new();
+        };
+        let (_, back) = self.csr(inverse);
+        back.neighbours(entity, relation)
+            .iter()
+            .map(|&s| (s, x.get(s)))
+            .collect()
+    }
+
+    fn member(&self, node: usize, entity: u32) -> bool {
+        self.sets
+            .get(node)
+            .and_then(Option::as_ref)
+            .is_some_and(|s| s.get(entity) > 0.0)
     }
 }

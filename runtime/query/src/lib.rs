@@ -2,7 +2,8 @@
 //!
 //! [`parse`] turns DSL text into an [`ast::Query`] without looking at any
 //! graph; [`bind`] resolves its names against a bundle's [`Kg`] into a
-//! [`plan::Plan`]; [`exec`] evaluates a plan over fuzzy sets with provenance.
+//! [`plan::Plan`]; [`exec`] evaluates a plan over fuzzy sets with provenance
+//! ([`proofs`]: the walk every executor's provenance comes from).
 //! [`link`] finds entity mentions in text (its dense stage takes the
 //! embeddings of a [`dense::TextEncoder`]); [`retrieve`] cuts a subgraph.
 //! No ONNX model runs here: the encoder lives in `kgbox-neural`.
@@ -21,6 +22,7 @@ pub mod names;
 pub mod parse;
 pub mod plan;
 pub mod probe;
+pub mod proofs;
 pub mod render;
 pub mod repair;
 pub mod retrieve;

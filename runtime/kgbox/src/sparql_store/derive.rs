@@ -9,12 +9,14 @@
 //! answer are all of that entity's derivations: scores and proofs computed
 //! from them are those `kgbox_query::exec` computes from its fuzzy sets.
 //! This module does that computation the same way (same fuzzy logic, same
-//! order of sources and operands), over rows of entity ids.
+//! order of sources and operands), over rows of entity ids; the proofs
+//! come from the executor's own walk, `kgbox_query::proofs`.
 
 use std::collections::HashMap;
 
 use kgbox_query::exec::Triple;
 use kgbox_query::plan::{Node, Plan};
+use kgbox_query::proofs::{prove, ProofSource};
 use kgbox_query::ANCHOR_WEIGHT;
 
 /// Solutions as entity ids, one column per selected variable.
@@ -164,6 +166,36 @@ impl<'p> Derivations<'p> {
         m
     }
 
+    /// Up to `limit` sets of triples that support `entity` at `node`, in
+    /// the order `kgbox_query::exec` finds them (the same walk,
+    /// [`kgbox_query::proofs::prove`]).
+    pub fn proofs(&self, node: usize, entity: u32, limit: usize) -> Vec<Vec<Triple>> {
+        prove(self, node, entity, limit)
+    }
+}
+
+/// Provenance from the derivations: each entity's sources as the solutions
+/// bind them, scored by their membership at the projection's input.
+impl ProofSource for Derivations<'_> {
+    fn plan(&self) -> &Plan {
+        self.plan
+    }
+
+    fn scored_sources(
+        &self,
+        node: usize,
+        input: usize,
+        _relation: u32,
+        _inverse: bool,
+        entity: u32,
+    ) -> Vec<(u32, f32)> {
+        self.sources
+            .get(node)
+            .and_then(|m| m.get(&entity))
+            .map(|s| s.iter().map(|&s| (s, self.score(input, s))).collect())
+            .unwrap_or_default()
+    }
+
     /// Whether `e` is a member of `node` (for an OR's operands).
     fn member(&self, node: usize, e: u32) -> bool {
         match self.plan.nodes.get(node) {
@@ -175,83 +207,6 @@ impl<'p> Derivations<'p> {
                 .all(|&op| self.member(op, e)),
             Some(Node::Or(ops)) => ops.iter().any(|&op| self.member(op, e)),
             Some(Node::Not(_)) | None => false,
-        }
-    }
-
-    /// Up to `limit` sets of triples that support `entity` at `node`, in
-    /// the order `kgbox_query::exec` finds them.
-    pub fn proofs(&self, node: usize, entity: u32, limit: usize) -> Vec<Vec<Triple>> {
-        if limit == 0 {
-            return Vec::new();
-        }
-        match self.plan.nodes.get(node) {
-            Some(Node::Anchor { entity: a }) if *a == entity => vec![Vec::new()],
-            Some(Node::Project {
-                input,
-                relation,
-                inverse,
-            }) => {
-                let mut sources: Vec<(u32, f32)> = self.sources[node]
-                    .get(&entity)
-                    .map(|s| s.iter().map(|&s| (s, self.score(*input, s))).collect())
-                    .unwrap_or_default();
-                sources.retain(|p| p.1 > 0.0);
-                sources.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-                let mut out = Vec::new();
-                for (s, _) in sources {
-                    let triple = if *inverse {
-                        [entity, *relation, s]
-                    } else {
-                        [s, *relation, entity]
-                    };
-                    for mut p in self.proofs(*input, s, limit - out.len()) {
-                        p.push(triple);
-                        out.push(p);
-                        if out.len() >= limit {
-                            return out;
-                        }
-                    }
-                }
-                out
-            }
-            Some(Node::And(ops)) => {
-                let mut combined: Vec<Vec<Triple>> = vec![Vec::new()];
-                for &op in ops {
-                    if matches!(self.plan.nodes.get(op), Some(Node::Not(_))) {
-                        continue;
-                    }
-                    let part = self.proofs(op, entity, limit);
-                    if part.is_empty() {
-                        return Vec::new();
-                    }
-                    let mut next = Vec::new();
-                    'outer: for c in &combined {
-                        for p in &part {
-                            let mut joined = c.clone();
-                            joined.extend(p.iter().filter(|t| !c.contains(t)));
-                            next.push(joined);
-                            if next.len() >= limit {
-                                break 'outer;
-                            }
-                        }
-                    }
-                    combined = next;
-                }
-                combined
-            }
-            Some(Node::Or(ops)) => {
-                let mut out = Vec::new();
-                for &op in ops {
-                    if self.member(op, entity) {
-                        out.extend(self.proofs(op, entity, limit - out.len()));
-                        if out.len() >= limit {
-                            break;
-                        }
-                    }
-                }
-                out
-            }
-            _ => Vec::new(),
         }
     }
 }
