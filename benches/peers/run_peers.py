@@ -267,9 +267,10 @@ class OxigraphEngine:
 
 
 def pct(sorted_vals: list[float], p: float) -> float:
+    """Nearest rank, as kgbox's (kgbox_protocol::stats::percentile): rank ceil(p/100*n)."""
     if not sorted_vals:
         return float("nan")
-    k = max(0, math.ceil(p / 100.0 * len(sorted_vals)) - 1)
+    k = min(max(math.ceil(p * len(sorted_vals) / 100.0), 1), len(sorted_vals)) - 1
     return sorted_vals[k]
 
 
@@ -280,7 +281,7 @@ def summarize(lat_ms: list[float], exact: int, any_gold: int, n: int, errors: in
         "exact_match": round(100.0 * exact / n, 2) if n else None,
         "any_gold": round(100.0 * any_gold / n, 2) if n else None,
         "errors": errors,
-        "p50_ms": round(statistics.median(s), 4) if s else None,
+        "p50_ms": round(pct(s, 50), 4) if s else None,
         "p95_ms": round(pct(s, 95), 4) if s else None,
         "p99_ms": round(pct(s, 99), 4) if s else None,
         "mean_ms": round(statistics.fmean(s), 4) if s else None,

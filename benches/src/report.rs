@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use kgbox_protocol::stats::percentile;
 use serde_json::{json, Value};
 
 use crate::measure::{PackFigures, ServeRun, PACK_LEVEL};
@@ -29,15 +30,13 @@ pub struct Figures {
     pub load_after: String,
 }
 
-/// Median (mean of the middle two for an even count); 0 for none.
+/// The median of unsorted values: their nearest-rank p50 ([`percentile`]),
+/// the middle value, the lower of the two middle ones for an even count; 0
+/// for none.
 pub fn median(xs: &[f64]) -> f64 {
     let mut v = xs.to_vec();
     v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
+    percentile(&v, 50.0).unwrap_or(0.0)
 }
 
 pub fn max(xs: &[f64]) -> f64 {

@@ -250,17 +250,18 @@ fn push_http(args: &PushArgs, url: &str, bundle: &Bundle) -> Result<()> {
             )
         })?;
     let base = url.trim_end_matches('/');
-    if !base.starts_with("http://") && !base.starts_with("https://") {
-        bail!("--http {url}: expected http://host:port");
-    }
-    let device = base
-        .split("://")
-        .nth(1)
-        .unwrap_or(base)
-        .split('/')
-        .next()
-        .unwrap_or(base)
-        .to_string();
+    // The device's `host:port`, to label its lines.
+    let device = url::Url::parse(base)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .and_then(|u| {
+            let host = u.host_str().filter(|h| !h.is_empty())?.to_string();
+            Some(match u.port() {
+                Some(port) => format!("{host}:{port}"),
+                None => host,
+            })
+        })
+        .with_context(|| format!("--http {url}: expected http://host:port"))?;
     let mut endpoint = if base.ends_with("/v1/bundles") {
         base.to_string()
     } else {

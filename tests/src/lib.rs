@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kgbox_bundle::SecretKey;
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use tempfile::TempDir;
 
 /// Path of a workspace binary, next to the test executable's `deps/` dir.
@@ -384,17 +385,17 @@ pub fn pack_push(bundle: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     o
 }
 
-/// Percent-encodes a path segment.
+/// Everything but RFC 3986's unreserved bytes (`A-Z a-z 0-9 - . _ ~`).
+const NOT_UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// Percent-encodes a path segment or a query value (everything but RFC 3986
+/// unreserved bytes, so `/`, `?`, `&`, `=`, `+` and spaces are all encoded).
 pub fn encode(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    utf8_percent_encode(s, NOT_UNRESERVED).to_string()
 }
 
 /// Reads a whole file.
@@ -515,4 +516,17 @@ pub fn leaked(bodies: &[String], forms: &[String]) -> Vec<String> {
         .filter(|f| bodies.iter().any(|b| b.contains(f.as_str())))
         .cloned()
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::encode;
+
+    #[test]
+    fn encode_keeps_only_unreserved_bytes() {
+        assert_eq!(encode("Ridley Scott"), "Ridley%20Scott");
+        assert_eq!(encode("a/b?c#d&e=f+g"), "a%2Fb%3Fc%23d%26e%3Df%2Bg");
+        assert_eq!(encode("Amélie"), "Am%C3%A9lie");
+        assert_eq!(encode("A-z_0.9~"), "A-z_0.9~");
+    }
 }

@@ -39,7 +39,9 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use kgbox_benches::keepalive::{self, Client};
 use kgbox_benches::{http, measure, proc};
+use kgbox_protocol::stats::percentile;
 use serde_json::{json, Value};
+use url::{Host, Url};
 
 #[derive(Parser)]
 #[command(
@@ -96,51 +98,35 @@ fn step(msg: &str) {
     eprintln!("kgbox-load: {msg}");
 }
 
-/// `http://HOST[:PORT][/]` with HOST a loopback IP literal or `localhost`.
+/// `http://HOST[:PORT][/]` with HOST a loopback IP literal or `localhost`
+/// (parsed by the `url` crate).
 fn parse_url(url: &str) -> Result<SocketAddr> {
-    let Some(rest) = url.strip_prefix("http://") else {
+    let parsed = Url::parse(url).with_context(|| format!("--url {url:?}: not a URL"))?;
+    if parsed.scheme() != "http" {
         bail!("--url {url:?}: only plain http:// URLs are supported");
-    };
-    let (authority, path) = match rest.find('/') {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    if !(path.is_empty() || path == "/") {
+    }
+    if !matches!(parsed.path(), "" | "/") || parsed.query().is_some() || parsed.fragment().is_some()
+    {
         bail!("--url {url:?}: give the server's root, without a path");
     }
-    if authority.contains('@') {
+    if !parsed.username().is_empty() || parsed.password().is_some() {
         bail!("--url {url:?}: user info is not supported");
     }
-    let (host, port) = if let Some(r) = authority.strip_prefix('[') {
-        let Some((host, after)) = r.split_once(']') else {
-            bail!("--url {url:?}: unclosed '['");
-        };
-        (host, after.strip_prefix(':'))
-    } else {
-        match authority.rsplit_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (authority, None),
-        }
-    };
-    let port: u16 = match port {
-        Some(p) => p
-            .parse()
-            .with_context(|| format!("--url {url:?}: bad port {p:?}"))?,
-        None => 80,
-    };
-    let ip: IpAddr = if host.eq_ignore_ascii_case("localhost") {
-        IpAddr::V4(Ipv4Addr::LOCALHOST)
-    } else {
-        host.parse().with_context(|| {
-            format!("--url {url:?}: the host must be a loopback IP address or `localhost`")
-        })?
+    let ip: IpAddr = match parsed.host() {
+        Some(Host::Ipv4(a)) => a.into(),
+        Some(Host::Ipv6(a)) => a.into(),
+        Some(Host::Domain(d)) if d.eq_ignore_ascii_case("localhost") => Ipv4Addr::LOCALHOST.into(),
+        _ => bail!("--url {url:?}: the host must be a loopback IP address or `localhost`"),
     };
     if !ip.is_loopback() {
         bail!(
             "--url {url:?}: {ip} is not a loopback address; kgbox-load only loads loopback servers"
         );
     }
-    Ok(SocketAddr::new(ip, port))
+    Ok(SocketAddr::new(
+        ip,
+        parsed.port_or_known_default().unwrap_or(80),
+    ))
 }
 
 /// One query file: its path and the DSL of each non-empty line.
@@ -565,23 +551,6 @@ fn run_load(
     })
 }
 
-/// Nearest-rank percentile of sorted values.
-fn percentile(sorted: &[u64], p: f64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn percentile_f(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
 #[derive(Clone, Copy, Default)]
 struct Latency {
     count: u64,
@@ -592,14 +561,16 @@ struct Latency {
     mean: f64,
 }
 
+/// Exact nearest-rank percentiles ([`percentile`]) over every latency.
 fn latency(mut ns: Vec<u64>) -> Latency {
     ns.sort_unstable();
     let ms = |x: u64| x as f64 / 1e6;
+    let pct = |p: f64| ms(percentile(&ns, p).unwrap_or(0));
     Latency {
         count: ns.len() as u64,
-        p50: ms(percentile(&ns, 50.0)),
-        p95: ms(percentile(&ns, 95.0)),
-        p99: ms(percentile(&ns, 99.0)),
+        p50: pct(50.0),
+        p95: pct(95.0),
+        p99: pct(99.0),
         max: ms(ns.last().copied().unwrap_or(0)),
         mean: if ns.is_empty() {
             0.0
@@ -712,8 +683,11 @@ fn report(
         per_file,
         requests,
         non_200,
-        server_total_ms: (percentile_f(&totals, 50.0), percentile_f(&totals, 99.0)),
-        server_execute_ms: percentile_f(&execs, 50.0),
+        server_total_ms: (
+            percentile(&totals, 50.0).unwrap_or(0.0),
+            percentile(&totals, 99.0).unwrap_or(0.0),
+        ),
+        server_execute_ms: percentile(&execs, 50.0).unwrap_or(0.0),
         samples: load.tally.samples.len(),
         sampled_with_answers: load.tally.samples.iter().filter(|s| s.answers > 0).count(),
         load,
@@ -1063,6 +1037,7 @@ mod tests {
             "http://[::1",
             "http://127.0.0.1:http",
             "127.0.0.1:8080",
+            "http://127.0.0.1:8080/?x=1",
         ] {
             assert!(parse_url(bad).is_err(), "{bad} was accepted");
         }
@@ -1092,12 +1067,16 @@ mod tests {
     }
 
     #[test]
-    fn percentiles() {
-        let v: Vec<u64> = (1..=100).collect();
-        assert_eq!(percentile(&v, 50.0), 50);
-        assert_eq!(percentile(&v, 99.0), 99);
-        assert_eq!(percentile(&v, 100.0), 100);
-        assert_eq!(percentile(&[7], 95.0), 7);
-        assert_eq!(percentile(&[], 50.0), 0);
+    fn latency_is_nearest_rank_in_ms() {
+        let l = latency((1..=100u64).rev().map(|x| x * 1_000_000).collect());
+        assert_eq!(
+            (l.count, l.p50, l.p95, l.p99, l.max),
+            (100, 50.0, 95.0, 99.0, 100.0)
+        );
+        let none = latency(Vec::new());
+        assert_eq!(
+            (none.count, none.p50, none.max, none.mean),
+            (0, 0.0, 0.0, 0.0)
+        );
     }
 }

@@ -31,6 +31,7 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use kgbox_benches::keepalive::{self, Client};
 use kgbox_benches::{http, proc};
+use kgbox_protocol::stats::percentile;
 use rumqttc::v5::mqttbytes::v5::{Packet, PublishProperties};
 use rumqttc::v5::mqttbytes::QoS;
 use rumqttc::v5::{AsyncClient, Event, MqttOptions};
@@ -68,17 +69,11 @@ struct Args {
     json: bool,
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
+/// `n`, p50 and p99 (nearest rank, [`percentile`]; NaN, so JSON null, for none).
 fn summary(mut xs: Vec<f64>) -> Value {
     xs.sort_by(f64::total_cmp);
-    json!({"n": xs.len(), "p50": percentile(&xs, 0.5), "p99": percentile(&xs, 0.99)})
+    let pct = |p: f64| percentile(&xs, p).unwrap_or(f64::NAN);
+    json!({"n": xs.len(), "p50": pct(50.0), "p99": pct(99.0)})
 }
 
 /// Starts mosquitto on `port` with a throwaway config.

@@ -12,8 +12,10 @@
 //!   bodies of `PUT /v1/bundles`, `POST /v1/bundles/rollback` and
 //!   `GET /v1/status`.
 //! - [`http`]: the HTTP error body.
+//! - [`stats`]: the one percentile rule of every reported latency figure
+//!   (nearest rank), shared by the device's `eval`/`bench` and the benches.
 //!
-//! Only serde: no I/O, no async, no MQTT client.
+//! Only serde and url: no I/O, no async, no MQTT client.
 //!
 //! On the wire every message has its keys in alphabetical order at every
 //! level (they have always been built as `serde_json::Value`): send them
@@ -23,6 +25,7 @@ pub mod broker;
 pub mod deploy;
 pub mod http;
 pub mod push;
+pub mod stats;
 pub mod topics;
 
 pub use broker::{BrokerUrl, BrokerUrlError};

@@ -20,7 +20,7 @@ use kgbox_query::bind::INVERSE_SUFFIX;
 use kgbox_query::{ExecOptions, Executor};
 use serde::Serialize;
 
-use super::eval::quantile;
+use kgbox_protocol::stats::percentile;
 
 /// `kgbox bench`.
 #[derive(Debug, clap::Args)]
@@ -132,8 +132,8 @@ fn summarize(mut micros: Vec<f64>, answers: usize, errors: usize) -> Micros {
     Micros {
         count: micros.len(),
         errors,
-        p50: quantile(&micros, 0.5),
-        p95: quantile(&micros, 0.95),
+        p50: percentile(&micros, 50.0).unwrap_or(0.0),
+        p95: percentile(&micros, 95.0).unwrap_or(0.0),
         mean_answers: answers as f64 / micros.len().max(1) as f64,
     }
 }

@@ -35,7 +35,8 @@ impl std::fmt::Display for MqttProtocol {
 #[serde(deny_unknown_fields, default)]
 pub struct MqttConfig {
     pub enabled: bool,
-    /// `mqtt://host:port` or `mqtts://host:port` (TLS).
+    /// `mqtt://host:port` or `mqtts://host:port` (TLS); an IPv6 host in
+    /// brackets. No user name or password in it: see `username`, `password_env`.
     pub broker: String,
     /// This device's id in topics (`kgbox/{device_id}/...`); default: the host name.
     pub device_id: Option<String>,

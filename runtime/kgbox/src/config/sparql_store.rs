@@ -180,15 +180,19 @@ impl SparqlStoreConfig {
     }
 }
 
-/// An endpoint must be an absolute `http://` or `https://` URL with a host.
+/// An endpoint must be an absolute `http://` or `https://` URL with a host
+/// (parsed by the `url` crate, as the HTTP client does) and no whitespace
+/// (which the URL parser would silently strip or encode).
 fn check_endpoint(e: &str) -> std::result::Result<(), String> {
-    let rest = e
-        .strip_prefix("http://")
-        .or_else(|| e.strip_prefix("https://"))
-        .ok_or_else(|| format!("{e:?} is not an http:// or https:// URL"))?;
-    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
-    if host.is_empty() || e.chars().any(char::is_whitespace) {
-        return Err(format!("{e:?} has no host or contains whitespace"));
+    if e.chars().any(char::is_whitespace) {
+        return Err(format!("{e:?} contains whitespace"));
+    }
+    let url = url::Url::parse(e).map_err(|err| format!("{e:?} is not a URL: {err}"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!("{e:?} is not an http:// or https:// URL"));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(format!("{e:?} has no host"));
     }
     Ok(())
 }
@@ -260,7 +264,14 @@ mod tests {
 
     #[test]
     fn bad_endpoints_and_auth_files_are_refused() {
-        for bad in ["store:7878", "ftp://x/", "http://", "http://a b/"] {
+        for bad in [
+            "store:7878",
+            "ftp://x/",
+            "http://",
+            "http://a b/",
+            "http://x:port/",
+            "http:/ /x",
+        ] {
             let c = SparqlStoreConfig {
                 endpoint: Some(bad.into()),
                 ..Default::default()

@@ -15,6 +15,7 @@ use futures_util::StreamExt;
 use kgbox_protocol::http::HEALTH_CHECK_FAILED;
 use serde::Deserialize;
 use serde_json::json;
+use subtle::ConstantTimeEq;
 
 use super::{ApiError, AppState};
 use crate::deploy::{DeployError, DeployOutcome, Deployer};
@@ -39,7 +40,9 @@ pub async fn require_token(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    let ok = given.is_some_and(|g| constant_time_eq(g.as_bytes(), expected.as_bytes()));
+    // `subtle`: the time taken does not depend on where the bytes differ
+    // (only on the lengths).
+    let ok = given.is_some_and(|g| bool::from(g.as_bytes().ct_eq(expected.as_bytes())));
     if !ok {
         let message = if given.is_none() {
             "this endpoint needs `Authorization: Bearer <admin token>`"
@@ -55,13 +58,6 @@ pub async fn require_token(
         return resp;
     }
     next.run(req).await
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// The device's slots, versions and health decisions.
@@ -119,14 +115,14 @@ pub fn deploy_error(e: DeployError) -> ApiError {
     request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "A signed bundle file, or a delta update made against the active bundle"),
     responses(
         (status = 200, description = "Installed, health-checked and serving", body = Object),
-        (status = 400, description = "A bad request", body = super::openapi::ErrorBody),
-        (status = 401, description = "No or a wrong bearer token", body = super::openapi::ErrorBody),
-        (status = 403, description = "The admin API is off", body = super::openapi::ErrorBody),
-        (status = 408, description = "The upload ran past its timeout", body = super::openapi::ErrorBody),
-        (status = 409, description = "Another deployment is running, or a delta update is for another base than the active bundle", body = super::openapi::ErrorBody),
-        (status = 413, description = "Over the upload limit", body = super::openapi::ErrorBody),
-        (status = 422, description = "The bundle was refused, or failed its health check and was rolled back", body = super::openapi::ErrorBody),
-        (status = 500, description = "The device could not install it", body = super::openapi::ErrorBody),
+        (status = 400, description = "A bad request", body = super::schema::ErrorBody),
+        (status = 401, description = "No or a wrong bearer token", body = super::schema::ErrorBody),
+        (status = 403, description = "The admin API is off", body = super::schema::ErrorBody),
+        (status = 408, description = "The upload ran past its timeout", body = super::schema::ErrorBody),
+        (status = 409, description = "Another deployment is running, or a delta update is for another base than the active bundle", body = super::schema::ErrorBody),
+        (status = 413, description = "Over the upload limit", body = super::schema::ErrorBody),
+        (status = 422, description = "The bundle was refused, or failed its health check and was rolled back", body = super::schema::ErrorBody),
+        (status = 500, description = "The device could not install it", body = super::schema::ErrorBody),
     ))]
 pub async fn put_bundle(
     State(state): State<Arc<AppState>>,
@@ -214,10 +210,10 @@ pub async fn put_bundle(
     security(("admin_token" = [])),
     responses(
         (status = 200, description = "The device status after the rollback", body = Object),
-        (status = 401, description = "No or a wrong bearer token", body = super::openapi::ErrorBody),
-        (status = 403, description = "The admin API is off", body = super::openapi::ErrorBody),
-        (status = 409, description = "Nothing to roll back to, or a deployment is running", body = super::openapi::ErrorBody),
-        (status = 500, description = "The rollback failed", body = super::openapi::ErrorBody),
+        (status = 401, description = "No or a wrong bearer token", body = super::schema::ErrorBody),
+        (status = 403, description = "The admin API is off", body = super::schema::ErrorBody),
+        (status = 409, description = "Nothing to roll back to, or a deployment is running", body = super::schema::ErrorBody),
+        (status = 500, description = "The rollback failed", body = super::schema::ErrorBody),
     ))]
 pub async fn rollback(
     State(state): State<Arc<AppState>>,

@@ -33,7 +33,7 @@ pub struct AskRequest {
     #[schema(value_type = Option<String>)]
     pub planner: Option<PlannerKind>,
     /// symbolic, neural, hybrid or sparql_store (default: `executor.mode`).
-    #[schema(value_type = Option<super::openapi::ExecutorName>)]
+    #[schema(value_type = Option<super::schema::ExecutorName>)]
     pub executor: Option<kgbox_query::Executor>,
     pub seppr_k: Option<usize>,
     /// Provenance paths per answer: `true` (the configured number), `false`, or a number.
@@ -103,10 +103,10 @@ fn llm_error(e: &LlmError) -> ApiError {
     request_body = AskRequest,
     responses(
         (status = 200, description = "The answers and how they were found", body = kgbox_qa::AskResult),
-        super::openapi::QueryErrors,
-        super::openapi::StoreErrors,
-        (status = 500, description = "The encoder or reranker failed", body = super::openapi::ErrorBody),
-        (status = 502, description = "The LLM could not be used (`llm_*`), or the SPARQL store (`store_error`)", body = super::openapi::ErrorBody),
+        super::schema::QueryErrors,
+        super::schema::StoreErrors,
+        (status = 500, description = "The encoder or reranker failed", body = super::schema::ErrorBody),
+        (status = 502, description = "The LLM could not be used (`llm_*`), or the SPARQL store (`store_error`)", body = super::schema::ErrorBody),
     )
 )]
 pub async fn ask(

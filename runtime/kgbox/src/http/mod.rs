@@ -22,6 +22,7 @@ mod console;
 mod openai;
 mod openapi;
 pub mod query;
+mod schema;
 mod sparql;
 
 pub use query::diagnostic_error;
@@ -391,10 +392,10 @@ async fn bundle(State(state): State<Arc<AppState>>) -> Json<serde_json::Value> {
     ),
     responses(
         (status = 200, description = "The entity and its edges", body = Object),
-        (status = 400, description = "A bad page", body = openapi::ErrorBody),
-        (status = 404, description = "No such entity (with suggestions)", body = openapi::ErrorBody),
-        (status = 409, description = "An ambiguous alias (with candidates)", body = openapi::ErrorBody),
-        (status = 500, description = "The bundle is damaged", body = openapi::ErrorBody),
+        (status = 400, description = "A bad page", body = schema::ErrorBody),
+        (status = 404, description = "No such entity (with suggestions)", body = schema::ErrorBody),
+        (status = 409, description = "An ambiguous alias (with candidates)", body = schema::ErrorBody),
+        (status = 500, description = "The bundle is damaged", body = schema::ErrorBody),
     ))]
 async fn entity(
     State(state): State<Arc<AppState>>,

@@ -16,7 +16,7 @@ use kgbox_query::{DiagKind, Diagnostic, ExecError, QueryError, RepairSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::openapi::{ExecutorName, RenderLanguage, RepairModeName};
+use super::schema::{ExecutorName, RenderLanguage, RepairModeName};
 use super::{ApiError, AppState};
 use crate::config::{ExecutorConfig, QueryConfig};
 use crate::served::Served;
@@ -254,7 +254,7 @@ fn ms(d: Duration) -> f64 {
 /// Runs a DSL, openCypher or SPARQL query.
 #[utoipa::path(post, path = "/v1/query", tag = "answers", request_body = QueryRequest,
     responses((status = 200, description = "The answers", body = QueryResponse),
-        super::openapi::QueryErrors, super::openapi::StoreErrors))]
+        super::schema::QueryErrors, super::schema::StoreErrors))]
 pub async fn query(
     State(state): State<Arc<AppState>>,
     body: Result<Json<QueryRequest>, JsonRejection>,
@@ -499,7 +499,7 @@ pub const MAX_LINK_TEXT: usize = 8 * 1024;
 /// Finds entity mentions in a text.
 #[utoipa::path(post, path = "/v1/link", tag = "answers", request_body = LinkRequest,
     responses((status = 200, description = "The mentions and their candidates", body = Object),
-        super::openapi::QueryErrors))]
+        super::schema::QueryErrors))]
 pub async fn link(
     State(state): State<Arc<AppState>>,
     body: Result<Json<LinkRequest>, JsonRejection>,
@@ -572,7 +572,7 @@ pub const MAX_RETRIEVE_TRIPLES: usize = 10_000;
 /// The subgraph around some entities.
 #[utoipa::path(post, path = "/v1/retrieve", tag = "answers", request_body = RetrieveRequest,
     responses((status = 200, description = "The triples", body = Object),
-        super::openapi::QueryErrors))]
+        super::schema::QueryErrors))]
 pub async fn retrieve_subgraph(
     State(state): State<Arc<AppState>>,
     body: Result<Json<RetrieveRequest>, JsonRejection>,

@@ -84,7 +84,7 @@ impl Params {
             (String = "application/sparql-results+xml"),
             (String = "text/csv"),
             (String = "text/tab-separated-values"))),
-        super::openapi::SparqlErrors))]
+        super::schema::SparqlErrors))]
 pub async fn get(
     State(state): State<Arc<AppState>>,
     RawQuery(raw): RawQuery,
@@ -107,7 +107,7 @@ pub async fn get(
             (String = "application/sparql-results+xml"),
             (String = "text/csv"),
             (String = "text/tab-separated-values"))),
-        super::openapi::SparqlErrors))]
+        super::schema::SparqlErrors))]
 pub async fn post(
     State(state): State<Arc<AppState>>,
     RawQuery(raw): RawQuery,

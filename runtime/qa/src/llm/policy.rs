@@ -12,7 +12,9 @@
 use std::net::IpAddr;
 use std::path::PathBuf;
 
+use percent_encoding::percent_decode_str;
 use serde::{Deserialize, Serialize};
+use url::{Host, Url};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -63,36 +65,45 @@ pub enum PolicyError {
     Off,
 }
 
-/// Parses an endpoint string.
+/// Parses an endpoint string with the `url` crate, the parser the HTTP
+/// client itself uses, so the host checked here is the host called.
 pub fn parse_endpoint(endpoint: &str) -> Result<Endpoint, PolicyError> {
     let bad = || PolicyError::BadUrl(endpoint.to_string());
-    if let Some(path) = endpoint.strip_prefix("unix:") {
-        let path = path.strip_prefix("//").unwrap_or(path);
-        if path.is_empty() || !path.starts_with('/') {
-            return Err(bad());
+    let url = Url::parse(endpoint).map_err(|_| bad())?;
+    match url.scheme() {
+        "unix" => {
+            // `unix:/path` or `unix:///path`: no host, an absolute path.
+            if url.host_str().is_some_and(|h| !h.is_empty())
+                || url.query().is_some()
+                || url.fragment().is_some()
+                || !url.path().starts_with('/')
+            {
+                return Err(bad());
+            }
+            let path = percent_decode_str(url.path())
+                .decode_utf8()
+                .map_err(|_| bad())?;
+            Ok(Endpoint::Unix {
+                socket: PathBuf::from(path.as_ref()),
+            })
         }
-        return Ok(Endpoint::Unix {
-            socket: PathBuf::from(path),
-        });
+        "http" | "https" => {
+            let host = match url.host() {
+                Some(Host::Domain(d)) => d.to_ascii_lowercase(),
+                Some(Host::Ipv4(a)) => a.to_string(),
+                Some(Host::Ipv6(a)) => a.to_string(),
+                None => String::new(),
+            };
+            if host.is_empty() {
+                return Err(bad());
+            }
+            Ok(Endpoint::Http {
+                url: endpoint.trim_end_matches('/').to_string(),
+                host,
+            })
+        }
+        _ => Err(bad()),
     }
-    let rest = endpoint
-        .strip_prefix("http://")
-        .or_else(|| endpoint.strip_prefix("https://"))
-        .ok_or_else(bad)?;
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let authority = authority.rsplit('@').next().unwrap_or(authority);
-    let host = if let Some(v6) = authority.strip_prefix('[') {
-        v6.split(']').next().unwrap_or("").to_string()
-    } else {
-        authority.split(':').next().unwrap_or("").to_string()
-    };
-    if host.is_empty() {
-        return Err(bad());
-    }
-    Ok(Endpoint::Http {
-        url: endpoint.trim_end_matches('/').to_string(),
-        host: host.to_ascii_lowercase(),
-    })
 }
 
 /// Whether a host name or address is this machine's loopback.
@@ -138,6 +149,24 @@ mod tests {
         ] {
             assert!(check_endpoint(LlmMode::Local, ok).is_ok(), "{ok}");
         }
+        // What the HTTP client (also the `url` crate) would call.
+        for (url, host) in [
+            ("http://LocalHost:1/v1", "localhost"),
+            ("http://[::1]:8000/v1", "::1"),
+            ("http://0x7f.1/v1", "127.0.0.1"),
+            ("http://u:p@127.0.0.1/v1", "127.0.0.1"),
+        ] {
+            match check_endpoint(LlmMode::Local, url) {
+                Ok(Endpoint::Http { host: h, .. }) => assert_eq!(h, host, "{url}"),
+                other => panic!("{url}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            parse_endpoint("unix:/run/my%20llm.sock"),
+            Ok(Endpoint::Unix {
+                socket: PathBuf::from("/run/my llm.sock")
+            })
+        );
         for bad in [
             "https://api.example.com/v1",
             "http://10.0.0.2:8080/v1",
@@ -163,6 +192,7 @@ mod tests {
             "127.0.0.1:8080",
             "http://",
             "unix:relative.sock",
+            "unix://host/run/llm.sock",
             "",
         ] {
             assert!(

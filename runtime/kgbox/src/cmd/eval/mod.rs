@@ -47,6 +47,8 @@ pub fn run(cfg: &Config, command: &EvalCommand) -> Result<()> {
     }
 }
 
+/// Latency percentiles by the nearest-rank rule of
+/// [`kgbox_protocol::stats::percentile`], and the mean.
 #[derive(Debug, Default, Serialize)]
 pub struct Latency {
     pub p50: f64,
@@ -67,15 +69,6 @@ pub fn sample_evenly<T>(items: Vec<T>, n: usize) -> Vec<T> {
         .filter(|(i, _)| (i * n) % len < n)
         .map(|p| p.1)
         .collect()
-}
-
-/// The `q`-quantile of sorted values (nearest rank).
-pub fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
 }
 
 /// The data lines of a text file with their 1-based numbers: blank lines

@@ -12,8 +12,9 @@ use kgbox::Config;
 use kgbox_qa::PlannerKind;
 use serde::Serialize;
 
-use super::{data_lines, features, quantile, sample_evenly};
+use super::{data_lines, features, sample_evenly};
 use crate::cmd::ask::session;
+use kgbox_protocol::stats::percentile;
 
 /// Question file formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -174,8 +175,8 @@ pub struct QaReport {
 fn latency(mut v: Vec<f64>) -> StageLatency {
     v.sort_by(f64::total_cmp);
     StageLatency {
-        p50_ms: quantile(&v, 0.5),
-        p95_ms: quantile(&v, 0.95),
+        p50_ms: percentile(&v, 50.0).unwrap_or(0.0),
+        p95_ms: percentile(&v, 95.0).unwrap_or(0.0),
     }
 }
 

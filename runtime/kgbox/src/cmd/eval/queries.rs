@@ -9,7 +9,8 @@ use anyhow::Result;
 use kgbox::Config;
 use serde::Serialize;
 
-use super::{quantile, read_gold, sample_evenly, Latency};
+use super::{read_gold, sample_evenly, Latency};
+use kgbox_protocol::stats::percentile;
 
 /// `kgbox eval queries`: lines `<DSL><TAB>ans1|ans2|...`.
 #[derive(Debug, clap::Args)]
@@ -139,9 +140,9 @@ pub fn run(cfg: &Config, args: &EvalArgs) -> Result<()> {
     r.exact_match = exact as f64 / n;
     latencies.sort_by(f64::total_cmp);
     r.latency_ms = Latency {
-        p50: quantile(&latencies, 0.50),
-        p95: quantile(&latencies, 0.95),
-        p99: quantile(&latencies, 0.99),
+        p50: percentile(&latencies, 50.0).unwrap_or(0.0),
+        p95: percentile(&latencies, 95.0).unwrap_or(0.0),
+        p99: percentile(&latencies, 99.0).unwrap_or(0.0),
         mean: latencies.iter().sum::<f64>() / n,
     };
     if args.json {

@@ -14,7 +14,8 @@ use kgbox::Config;
 use kgbox_query::repair::{RepairKind, RepairOptions, RepairReport};
 use serde::Serialize;
 
-use super::{quantile, read_gold, sample_evenly};
+use super::{read_gold, sample_evenly};
+use kgbox_protocol::stats::percentile;
 
 /// `kgbox eval repair`.
 #[derive(Debug, clap::Args)]
@@ -184,8 +185,8 @@ pub fn run(cfg: &Config, args: &RepairEvalArgs) -> Result<()> {
     r.answers_after_mean = after_sum as f64 / n;
     r.candidates_mean = cand_sum as f64 / times.len().max(1) as f64;
     times.sort_by(f64::total_cmp);
-    r.repair_ms_p50 = quantile(&times, 0.5);
-    r.repair_ms_p95 = quantile(&times, 0.95);
+    r.repair_ms_p50 = percentile(&times, 50.0).unwrap_or(0.0);
+    r.repair_ms_p95 = percentile(&times, 95.0).unwrap_or(0.0);
     println!("{}", serde_json::to_string(&r)?);
     Ok(())
 }

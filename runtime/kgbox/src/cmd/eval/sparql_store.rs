@@ -16,7 +16,8 @@ use kgbox_query::repair::RepairMode;
 use kgbox_query::Executor;
 use serde::Serialize;
 
-use super::{data_lines, quantile, sample_evenly, Latency};
+use super::{data_lines, sample_evenly, Latency};
+use kgbox_protocol::stats::percentile;
 
 /// `kgbox eval sparql-store --queries FILE`.
 #[derive(Debug, clap::Args)]
@@ -211,9 +212,9 @@ fn latency(mut ms: Vec<f64>) -> Latency {
     ms.sort_by(f64::total_cmp);
     let n = ms.len().max(1) as f64;
     Latency {
-        p50: quantile(&ms, 0.50),
-        p95: quantile(&ms, 0.95),
-        p99: quantile(&ms, 0.99),
+        p50: percentile(&ms, 50.0).unwrap_or(0.0),
+        p95: percentile(&ms, 95.0).unwrap_or(0.0),
+        p99: percentile(&ms, 99.0).unwrap_or(0.0),
         mean: ms.iter().sum::<f64>() / n,
     }
 }
