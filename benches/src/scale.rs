@@ -31,6 +31,17 @@ pub struct Case {
     pub aliases: Option<PathBuf>,
     /// `--ultra PREFIX` for the neural figures.
     pub ultra: Option<PathBuf>,
+    /// Already packed in the case's folder (`--packed`): measured from
+    /// install on, with the pack's figures from its `pack.json`.
+    pub packed: bool,
+}
+
+/// What `pack.json` in a case's folder keeps of the pack: enough to
+/// measure the rest of the case again without packing again.
+struct PackRecord {
+    wall_s: f64,
+    peak_rss_bytes: u64,
+    log_tail: Vec<String>,
 }
 
 /// Exit status, wall time and peak resident memory of a child process.
@@ -95,19 +106,70 @@ fn mib(bytes: u64) -> f64 {
 /// Measures one case in `work` (left there for inspection; the caller
 /// removes it).
 pub fn run_case(tools: &Tools, case: &Case, work: &Path) -> Result<Value> {
-    std::fs::create_dir_all(work)?;
     let key_dir = work.join("key");
+    let bundle = work.join("bundle.kgb");
+    let record = work.join("pack.json");
+    let packed = if case.packed {
+        let text = std::fs::read_to_string(&record)
+            .with_context(|| format!("--packed: reading {}", record.display()))?;
+        let v: Value = serde_json::from_str(&text)
+            .with_context(|| format!("--packed: {}", record.display()))?;
+        PackRecord {
+            wall_s: v["wall_s"].as_f64().unwrap_or(f64::NAN),
+            peak_rss_bytes: v["peak_rss_bytes"].as_u64().unwrap_or(0),
+            log_tail: v["log_tail"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|l| l.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    } else {
+        let packed = pack(tools, case, work, &key_dir, &bundle)?;
+        let r = PackRecord {
+            wall_s: packed.wall.as_secs_f64(),
+            peak_rss_bytes: packed.peak_rss,
+            // Without the scratch folder's path (the results are published).
+            log_tail: packed
+                .stderr
+                .lines()
+                .rev()
+                .take(3)
+                .map(|l| l.replace(&format!("{}/", work.display()), ""))
+                .collect(),
+        };
+        let json = json!({
+            "wall_s": r.wall_s,
+            "peak_rss_bytes": r.peak_rss_bytes,
+            "log_tail": r.log_tail,
+        });
+        std::fs::write(&record, serde_json::to_string_pretty(&json)?)?;
+        r
+    };
+    measure_packed(tools, case, work, &key_dir, &bundle, &packed)
+}
+
+/// Makes a key and packs the case's graph into `bundle`.
+fn pack(
+    tools: &Tools,
+    case: &Case,
+    work: &Path,
+    key_dir: &Path,
+    bundle: &Path,
+) -> Result<Measured> {
+    std::fs::create_dir_all(work)?;
     let (out, _) = proc::run_timed(
         Command::new(&tools.pack)
             .arg("keygen")
             .arg("--out")
-            .arg(&key_dir),
+            .arg(key_dir),
         Duration::from_secs(30),
     )?;
     if !out.status.success() {
         bail!("keygen failed: {}", String::from_utf8_lossy(&out.stderr));
     }
-    let bundle = work.join("bundle.kgb");
     let spill = work.join("spill");
     std::fs::create_dir_all(&spill)?;
     let mut pack = Command::new(&tools.pack);
@@ -120,7 +182,7 @@ pub fn run_case(tools: &Tools, case: &Case, work: &Path) -> Result<Value> {
         .arg("--spill-dir")
         .arg(&spill)
         .arg("-o")
-        .arg(&bundle)
+        .arg(bundle)
         .env("SOURCE_DATE_EPOCH", "1700000000");
     if let Some(a) = &case.aliases {
         pack.arg("--aliases").arg(a);
@@ -129,12 +191,23 @@ pub fn run_case(tools: &Tools, case: &Case, work: &Path) -> Result<Value> {
         pack.arg("--ultra").arg(u);
     }
     eprintln!("[{}] packing", case.name);
-    let packed = run_measured(&mut pack, &work.join("pack.log"), PACK_LIMIT)?;
-    let bundle_bytes = std::fs::metadata(&bundle)?.len();
+    run_measured(&mut pack, &work.join("pack.log"), PACK_LIMIT)
+}
+
+/// Installs, benches, serves and loads a packed case.
+fn measure_packed(
+    tools: &Tools,
+    case: &Case,
+    work: &Path,
+    key_dir: &Path,
+    bundle: &Path,
+    packed: &PackRecord,
+) -> Result<Value> {
+    let bundle_bytes = std::fs::metadata(bundle)?.len();
 
     eprintln!("[{}] installing", case.name);
     let pub_key = key_dir.join("kgbox.pub");
-    let (times, installed) = measure::install_runs(&tools.kgbox, work, &bundle, &pub_key, 1)?;
+    let (times, installed) = measure::install_runs(&tools.kgbox, work, bundle, &pub_key, 1)?;
     let install = times.first().copied().unwrap_or_default();
 
     eprintln!("[{}] kgbox bench", case.name);
@@ -202,8 +275,8 @@ pub fn run_case(tools: &Tools, case: &Case, work: &Path) -> Result<Value> {
         "case": case.name,
         "entities": bench["entities"],
         "triples": triples,
-        "pack_s": packed.wall.as_secs_f64(),
-        "pack_peak_rss_mib": mib(packed.peak_rss),
+        "pack_s": packed.wall_s,
+        "pack_peak_rss_mib": mib(packed.peak_rss_bytes),
         "bundle_bytes": bundle_bytes,
         "bytes_per_triple": bundle_bytes as f64 / triples.max(1) as f64,
         "install_s": install.as_secs_f64(),
@@ -216,6 +289,6 @@ pub fn run_case(tools: &Tools, case: &Case, work: &Path) -> Result<Value> {
         "bench": bench,
         "http_rps": load["throughput_rps"],
         "http_latency": load["latency"],
-        "pack_log_tail": packed.stderr.lines().rev().take(3).collect::<Vec<_>>(),
+        "pack_log_tail": packed.log_tail,
     }))
 }

@@ -64,6 +64,12 @@ struct Args {
     /// Only print and plot the results file.
     #[arg(long)]
     plot_only: bool,
+    /// A case already packed, NAME=DIR (repeat): the folder a run left
+    /// (with --keep, or cut short after packing) holding `bundle.kgb`,
+    /// `key/kgbox.pub` and `pack.json`; it is measured from install on and
+    /// not removed.
+    #[arg(long)]
+    packed: Vec<String>,
 }
 
 fn tools() -> Result<Tools> {
@@ -151,6 +157,7 @@ fn synthetic(triples: u64, dir: &Path, fifo: bool) -> Result<Case> {
         triples: path,
         aliases: Some(aliases),
         ultra: None,
+        packed: false,
     })
 }
 
@@ -314,6 +321,19 @@ fn main() -> Result<()> {
                 triples: PathBuf::from(path),
                 aliases: None,
                 ultra: args.ultra.clone(),
+                packed: false,
+            });
+        }
+        for p in &args.packed {
+            let (name, dir) = p
+                .split_once('=')
+                .with_context(|| format!("--packed {p:?}: expected NAME=DIR"))?;
+            cases.push(Case {
+                name: name.to_string(),
+                triples: PathBuf::from(dir),
+                aliases: None,
+                ultra: None,
+                packed: true,
             });
         }
         for &n in &args.sizes {
@@ -322,9 +342,15 @@ fn main() -> Result<()> {
                 triples: PathBuf::new(),
                 aliases: None,
                 ultra: None,
+                packed: false,
             });
         }
         for mut case in cases {
+            if case.packed {
+                let result = scale::run_case(&tools, &case, &case.triples.clone());
+                save_result(&args.results, result?)?;
+                continue;
+            }
             let dir = work.join(&case.name);
             if case.triples.as_os_str().is_empty() {
                 let triples = args
