@@ -392,20 +392,7 @@ impl Aligned {
             relations: cast_words(r)?,
             others: cast_words(t)?,
         };
-        let mut into = (
-            vec![0u64; csr.offsets.len()],
-            vec![0u32; csr.relations.len()],
-            vec![0u32; csr.relations.len()],
-        );
-        derive::reverse(
-            &csr,
-            derive::CsrMut {
-                offsets: &mut into.0,
-                relations: &mut into.1,
-                others: &mut into.2,
-            },
-        )
-        .map_err(bad)?;
+        let into = derive::reversed(&csr).map_err(bad)?;
         let aligned =
             |b: &[u8]| AlignedSection::Heap(kgbox_bundle::image::AlignedBytes::from_slice(b));
         let sections = [

@@ -25,6 +25,20 @@ pub fn is_derived(entry: &SectionEntry) -> bool {
     entry.compression == COMPRESSION_DERIVED
 }
 
+/// Writes a derived section's place in an image: `raw_len` zeros, which
+/// [`fill`] replaces once the whole image is written.
+pub fn write_placeholder(
+    entry: &SectionEntry,
+    out: &mut (impl std::io::Write + ?Sized),
+) -> Result<()> {
+    std::io::copy(
+        &mut std::io::Read::take(std::io::repeat(0), entry.raw_len),
+        out,
+    )
+    .map(|_| ())
+    .map_err(|e| BundleError::io(format!("writing section `{}`", entry.name), e))
+}
+
 /// Whether the bundle of `prefix` has derived sections (its image needs
 /// [`fill`] after it is written).
 pub fn any(prefix: &Prefix) -> bool {
@@ -176,23 +190,11 @@ pub fn owned<'a>(
             .collect()
     };
     let (offsets, relations, others) = (u64s(o), u32s(r), u32s(t));
-    let mut into = (
-        vec![0u64; offsets.len()],
-        vec![0u32; relations.len()],
-        vec![0u32; relations.len()],
-    );
-    reverse(
-        &Csr {
-            offsets: &offsets,
-            relations: &relations,
-            others: &others,
-        },
-        CsrMut {
-            offsets: &mut into.0,
-            relations: &mut into.1,
-            others: &mut into.2,
-        },
-    )?;
+    let into = reversed(&Csr {
+        offsets: &offsets,
+        relations: &relations,
+        others: &others,
+    })?;
     let out = vec![
         (s::IN_OFFSETS, bytemuck::cast_slice(&into.0).to_vec()),
         (s::IN_RELATIONS, bytemuck::cast_slice(&into.1).to_vec()),
@@ -280,6 +282,25 @@ pub struct Csr<'a> {
     pub offsets: &'a [u64],
     pub relations: &'a [u32],
     pub others: &'a [u32],
+}
+
+/// The reverse of `csr` ([`reverse`]) in new arrays: (offsets, relations,
+/// other ends).
+pub fn reversed(csr: &Csr<'_>) -> Result<(Vec<u64>, Vec<u32>, Vec<u32>)> {
+    let mut into = (
+        vec![0u64; csr.offsets.len()],
+        vec![0u32; csr.relations.len()],
+        vec![0u32; csr.relations.len()],
+    );
+    reverse(
+        csr,
+        CsrMut {
+            offsets: &mut into.0,
+            relations: &mut into.1,
+            others: &mut into.2,
+        },
+    )?;
+    Ok(into)
 }
 
 /// Where [`reverse`] writes.

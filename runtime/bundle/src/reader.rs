@@ -247,12 +247,7 @@ impl<R: Read + Seek> BundleReader<R> {
         }
         let name = entry.name.clone();
         if crate::derive::is_derived(entry) {
-            // Zeros where it goes: `derive::fill` computes and checks it
-            // once the whole image is written.
-            let mut zeros = io::repeat(0).take(entry.raw_len);
-            io::copy(&mut zeros, out)
-                .map_err(|e| BundleError::io(format!("writing section `{name}`"), e))?;
-            return Ok(());
+            return crate::derive::write_placeholder(entry, out);
         }
         let stored = self.stored_reader(entry)?;
         let mut source = stored_decoder(&name, entry.compression, stored, limits)?;

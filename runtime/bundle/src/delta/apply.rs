@@ -225,8 +225,7 @@ impl<R: Read + Seek> DeltaReader<R> {
             let out = &mut *image.out;
             let wr = |e| BundleError::io("writing the image", e);
             if crate::derive::is_derived(entry) {
-                // Zeros where it goes, as `image::write_image` leaves them.
-                std::io::copy(&mut std::io::repeat(0).take(entry.raw_len), out).map_err(wr)?;
+                crate::derive::write_placeholder(entry, out)?;
             } else if let Some(raw) = ctx.new_section(&entry.name) {
                 out.write_all(raw).map_err(wr)?;
             } else if Collected::wants(&entry.name) {
