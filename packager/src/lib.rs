@@ -19,6 +19,7 @@ pub mod probes;
 pub mod push;
 pub mod reranker;
 pub mod section;
+pub mod spill;
 pub mod train;
 pub mod ultra;
 

@@ -179,7 +179,7 @@ pub fn pack_with(
     let mut raw = RawKg::with_spill(opts.scale.sort_run, opts.scale.spill_dir.clone());
     bar.set_message("reading triples");
     input::read_triples(&opts.triples, opts.format, &mut raw, &bar)?;
-    if raw.triples.is_empty() {
+    if raw.triple_count() == 0 {
         return Err(input::InputError::Empty {
             file: opts.triples.clone(),
         }
@@ -207,7 +207,24 @@ pub fn pack_with(
         None => Vec::new(),
     };
     let mut notes = Vec::new();
+    if let Some(large) = &raw.large {
+        notes.push(format!(
+            "read to disk: {} triples (past --sort-run {} triples or 8 bytes of names per \
+             triple); the set of seen names \
+             filled {} times",
+            large.count,
+            opts.scale.sort_run,
+            large.windows()
+        ));
+    }
     if opts.example_facts {
+        if raw.large.is_some() {
+            bail!(
+                "--add-example-facts needs the graph in memory, and this one has more than \
+                 --sort-run {} triples; raise --sort-run or leave the facts out",
+                opts.scale.sort_run
+            );
+        }
         // Not the examples held out to fit the fusion: those must not find
         // their own answers stated.
         let added = crate::example_facts::add(&mut raw, &examples, |q| !crate::train::held_out(q))
@@ -228,6 +245,7 @@ pub fn pack_with(
         },
     )?;
     build_bar.finish_and_clear();
+    warnings.append(&mut built.warnings);
     let mut models = Vec::new();
     if let Some(embed_opts) = embed {
         let names = entity_names(&built.sections)?;

@@ -16,3 +16,21 @@ pub fn build(
     out.write(bytemuck::cast_slice(&postings))?;
     Ok((fst.finish()?, out.finish()?))
 }
+
+/// The (fst, postings) sections from index entries sorted by (normalized
+/// key, [`kgbox_bundle::kg::encode::index_order`]), as a large build's
+/// external sort gives them.
+pub fn build_sorted(
+    mut entries: crate::spill::Records,
+    spill: Option<&std::path::Path>,
+) -> Result<(SectionData, SectionData), fst::Error> {
+    let mut index = kgbox_bundle::kg::encode::IndexWriter::new(
+        SectionOut::new(spill)?,
+        SectionOut::new(spill)?,
+    )?;
+    while let Some((key, order)) = entries.next_record()? {
+        index.push(&key, order as u32)?;
+    }
+    let (fst, postings) = index.finish()?;
+    Ok((fst.finish()?, postings.finish()?))
+}

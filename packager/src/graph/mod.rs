@@ -13,9 +13,14 @@ use rayon::slice::ParallelSliceMut;
 use crate::input::{Interner, RawKg};
 use crate::section::{in_memory, SectionData, SectionOut, Sections};
 
+mod aliases;
+mod aligned;
 mod csr;
 mod index;
+mod large;
 mod sort;
+
+pub use aligned::Aligned;
 
 /// Sections ready for the writer, and the statistics for the manifest.
 pub struct BuiltKg {
@@ -24,6 +29,9 @@ pub struct BuiltKg {
     /// The in-edge sections are for the device to derive (see
     /// [`InEdges`]); in a build on disk only their digests were kept.
     pub derived_in: bool,
+    /// Input problems found while building (aliases of unknown entities in
+    /// a graph read to disk).
+    pub warnings: Vec<String>,
 }
 
 /// Whether a bundle carries the in-edges (the reverse CSR) or leaves them
@@ -67,6 +75,11 @@ pub enum BuildError {
     Iris(#[from] kgbox_bundle::BundleError),
     #[error("spilling the build to the temporary directory failed (see --spill-dir)")]
     Spill(#[from] std::io::Error),
+    #[error(
+        "the entity names `{0}` and `{1}` have the same 64-bit hash, which a graph read to \
+         disk keys names by; rename one of them"
+    )]
+    HashCollision(String, String),
 }
 
 /// How much a build may hold in memory, and where the rest goes.
@@ -125,48 +138,29 @@ pub fn build(raw: RawKg) -> Result<BuiltKg, BuildError> {
 
 /// Builds the sections. Triples go through an external sort (forward, then
 /// reverse), so memory is bounded by `opts.sort_run` plus the names; a
-/// graph larger than one run writes its big sections to temporary files.
+/// graph larger than one run writes its big sections to temporary files,
+/// and a graph read to disk (`raw.large`) is built from there in bounded
+/// memory (`large.rs`).
 pub fn build_with(mut raw: RawKg, opts: &BuildOptions) -> Result<BuiltKg, BuildError> {
+    if let Some(disk) = raw.large.take() {
+        return large::build(raw, disk, opts);
+    }
     let n = raw.entities.len();
     if n > MAX_ENTITIES {
         return Err(BuildError::TooManyEntities(n));
     }
-    if raw.relations.len() > u32::MAX as usize {
-        return Err(BuildError::TooManyRelations(raw.relations.len()));
-    }
-    let large = raw.triples.len() > opts.sort_run as u64;
-    let spill_dir = match (&opts.spill_dir, large) {
-        (Some(d), true) => Some(d.clone()),
-        (None, true) => Some(std::env::temp_dir()),
-        (_, false) => None,
-    };
+    let total = raw.triples.len();
+    let spill_dir = spill_dir(opts, total);
     let spill = spill_dir.as_deref();
     let bar = &opts.progress;
     bar.set_message("sorting names");
     let (entity_order, emap) = sort_ids(&raw.entities);
-    let (relation_order, rmap) = sort_ids(&raw.relations);
 
     let mut sections: Sections = Vec::new();
     let (o, b) = string_table(n, |i| raw.entities.name(entity_order[i]), spill)?;
     sections.push((s::ENTITY_OFFSETS, o));
     sections.push((s::ENTITY_NAMES, b));
-    let relation_names: Vec<&str> = relation_order
-        .iter()
-        .map(|&r| raw.relations.name(r))
-        .collect();
-    let (o, b) = encode::string_table(&relation_names);
-    sections.push((s::RELATION_OFFSETS, o.into()));
-    sections.push((s::RELATION_NAMES, b.into()));
-    if !raw.relation_descriptions.is_empty() {
-        let mut desc = vec![String::new(); relation_names.len()];
-        for (old, text) in std::mem::take(&mut raw.relation_descriptions) {
-            desc[rmap[old as usize] as usize] = text;
-        }
-        let (o, b) = encode::string_table(&desc);
-        sections.push((s::RELATION_DESC_OFFSETS, o.into()));
-        sections.push((s::RELATION_DESC_TEXT, b.into()));
-    }
-    drop(relation_order);
+    let (rmap, relations) = relation_sections(&mut raw, &mut sections)?;
 
     // Source IRIs, only for input that had them (RDF).
     if !raw.entity_iris.is_empty() || !raw.relation_iris.is_empty() {
@@ -203,9 +197,6 @@ pub fn build_with(mut raw: RawKg, opts: &BuildOptions) -> Result<BuiltKg, BuildE
         }
     }
 
-    // Forward: sorted by (head, relation, tail), duplicates dropped; each
-    // kept triple goes on to the reverse sort as (tail, relation, head).
-    let total = raw.triples.len();
     bar.set_message("sorting triples (forward)");
     bar.set_length(total);
     bar.set_position(0);
@@ -233,13 +224,107 @@ pub fn build_with(mut raw: RawKg, opts: &BuildOptions) -> Result<BuiltKg, BuildE
         return Err(e.into());
     }
     raw.triples = Default::default();
+    let (kept, derived_in) = csr_sections(forward, n as u64, opts, &spill_dir, &mut sections)?;
+
+    // Aliases: per entity, sorted, without duplicates or the entity's own name.
+    bar.set_message("aliases and the entity index");
+    let mut aliases: Vec<(u32, String)> = std::mem::take(&mut raw.aliases)
+        .into_iter()
+        .map(|(e, a)| (emap[e as usize], a))
+        .filter(|(e, a)| raw.entities.name(entity_order[*e as usize]) != a)
+        .collect();
+    drop(emap);
+    aliases.par_sort_unstable();
+    aliases.dedup();
+    let mut alias_out = aliases::AliasSections::new(spill)?;
+    for (e, a) in &aliases {
+        alias_out.push(*e, a)?;
+    }
+    let alias_count = alias_out.finish(n as u64, &mut sections)?;
+
+    // Lexical index: normalized key → postings (a name wins over an alias of the same entity).
+    let mut keys = encode::IndexKeys::default();
+    for (id, &old) in entity_order.iter().enumerate() {
+        keys.add(raw.entities.name(old), id as u32);
+    }
+    for (e, a) in &aliases {
+        keys.add(a, e | kgbox_bundle::kg::POSTING_ALIAS);
+    }
+    drop((aliases, entity_order));
+    let (index, postings) = index::build(keys, spill)?;
+    sections.push((s::INDEX_FST, index));
+    sections.push((s::INDEX_POSTINGS, postings));
+
+    Ok(BuiltKg {
+        sections,
+        stats: KgStats {
+            entities: n as u64,
+            relations,
+            triples: kept,
+            aliases: alias_count,
+            duplicates_removed: total - kept,
+        },
+        derived_in,
+        warnings: Vec::new(),
+    })
+}
+
+/// Where the build spills: nowhere for a graph of one sorted run.
+fn spill_dir(opts: &BuildOptions, triples: u64) -> Option<PathBuf> {
+    if triples <= opts.sort_run as u64 {
+        return None;
+    }
+    Some(opts.spill_dir.clone().unwrap_or_else(std::env::temp_dir))
+}
+
+/// The relation names (and descriptions) in sorted-name order; returns the
+/// old id → new id map and the count.
+fn relation_sections(
+    raw: &mut RawKg,
+    sections: &mut Sections,
+) -> Result<(Vec<u32>, u64), BuildError> {
+    if raw.relations.len() > u32::MAX as usize {
+        return Err(BuildError::TooManyRelations(raw.relations.len()));
+    }
+    let (relation_order, rmap) = sort_ids(&raw.relations);
+    let relation_names: Vec<&str> = relation_order
+        .iter()
+        .map(|&r| raw.relations.name(r))
+        .collect();
+    let (o, b) = encode::string_table(&relation_names);
+    sections.push((s::RELATION_OFFSETS, o.into()));
+    sections.push((s::RELATION_NAMES, b.into()));
+    if !raw.relation_descriptions.is_empty() {
+        let mut desc = vec![String::new(); relation_names.len()];
+        for (old, text) in std::mem::take(&mut raw.relation_descriptions) {
+            desc[rmap[old as usize] as usize] = text;
+        }
+        let (o, b) = encode::string_table(&desc);
+        sections.push((s::RELATION_DESC_OFFSETS, o.into()));
+        sections.push((s::RELATION_DESC_TEXT, b.into()));
+    }
+    Ok((rmap, relation_names.len() as u64))
+}
+
+/// The forward CSR from the sorted triples, duplicates dropped, and the
+/// reverse CSR (or, where the device derives it, its digests); returns the
+/// triples kept and whether the in-edges are derived.
+fn csr_sections(
+    forward: sort::Sorter,
+    n: u64,
+    opts: &BuildOptions,
+    spill_dir: &Option<PathBuf>,
+    sections: &mut Sections,
+) -> Result<(u64, bool), BuildError> {
+    let bar = &opts.progress;
+    let spill = spill_dir.as_deref();
     bar.set_message(match forward.runs() {
         0 => "writing the forward CSR".to_string(),
         runs => format!("merging {runs} sorted runs into the forward CSR"),
     });
     bar.set_position(0);
     let mut sorted = forward.finish()?;
-    let mut out = csr::CsrWriter::new(n as u64, spill)?;
+    let mut out = csr::CsrWriter::new(n, spill)?;
     let mut reverse = sort::Sorter::new(opts.sort_run, spill_dir.clone());
     let mut previous = None;
     let mut kept = 0u64;
@@ -270,8 +355,8 @@ pub fn build_with(mut raw: RawKg, opts: &BuildOptions) -> Result<BuiltKg, BuildE
     // A graph built on disk keeps only the digests of what the device
     // derives; one in memory keeps the bytes for the later stages.
     let mut out = match (derived_in, spill) {
-        (true, Some(_)) => csr::CsrWriter::digest_only(n as u64),
-        _ => csr::CsrWriter::new(n as u64, spill)?,
+        (true, Some(_)) => csr::CsrWriter::digest_only(n),
+        _ => csr::CsrWriter::new(n, spill)?,
     };
     while let Some(t) = sorted.next()? {
         bar.inc(1);
@@ -282,143 +367,5 @@ pub fn build_with(mut raw: RawKg, opts: &BuildOptions) -> Result<BuiltKg, BuildE
     sections.push((s::IN_OFFSETS, o));
     sections.push((s::IN_RELATIONS, r));
     sections.push((s::IN_SOURCES, src));
-    let duplicates_removed = total - kept;
-
-    // Aliases: per entity, sorted, without duplicates or the entity's own name.
-    bar.set_message("aliases and the entity index");
-    let mut aliases: Vec<(u32, String)> = std::mem::take(&mut raw.aliases)
-        .into_iter()
-        .map(|(e, a)| (emap[e as usize], a))
-        .filter(|(e, a)| raw.entities.name(entity_order[*e as usize]) != a)
-        .collect();
-    drop(emap);
-    aliases.par_sort_unstable();
-    aliases.dedup();
-    let mut owners = vec![0u64; n + 1];
-    for (e, _) in &aliases {
-        owners[*e as usize + 1] += 1;
-    }
-    for i in 0..n {
-        owners[i + 1] += owners[i];
-    }
-    let (o, b) = string_table(aliases.len(), |i| aliases[i].1.as_str(), spill)?;
-    let mut owners_out = SectionOut::new(spill)?;
-    owners_out.write(bytemuck::cast_slice(&owners))?;
-    drop(owners);
-    sections.push((s::ALIAS_OWNERS, owners_out.finish()?));
-    sections.push((s::ALIAS_OFFSETS, o));
-    sections.push((s::ALIAS_NAMES, b));
-
-    // Lexical index: normalized key → postings (a name wins over an alias of the same entity).
-    let mut keys = encode::IndexKeys::default();
-    for (id, &old) in entity_order.iter().enumerate() {
-        keys.add(raw.entities.name(old), id as u32);
-    }
-    for (e, a) in &aliases {
-        keys.add(a, e | kgbox_bundle::kg::POSTING_ALIAS);
-    }
-    let alias_count = aliases.len() as u64;
-    drop((aliases, entity_order));
-    let (index, postings) = index::build(keys, spill)?;
-    sections.push((s::INDEX_FST, index));
-    sections.push((s::INDEX_POSTINGS, postings));
-
-    Ok(BuiltKg {
-        sections,
-        stats: KgStats {
-            entities: n as u64,
-            relations: relation_names.len() as u64,
-            triples: kept,
-            aliases: alias_count,
-            duplicates_removed,
-        },
-        derived_in,
-    })
-}
-
-/// Built sections as the runtime's zero-copy views (`Kg`, the model
-/// loaders) can read them before the bundle is written: sections in memory
-/// copied to aligned memory, spilled ones mapped. What the packager's later
-/// stages (training, the neural model, the fusion, the planner, the probes)
-/// read the graph from.
-pub struct Aligned(std::collections::HashMap<&'static str, AlignedSection>);
-
-enum AlignedSection {
-    Heap(kgbox_bundle::image::AlignedBytes),
-    Mapped(memmap2::Mmap),
-}
-
-impl Aligned {
-    pub fn new(built: &[(&'static str, SectionData)]) -> std::io::Result<Aligned> {
-        let mut map = std::collections::HashMap::new();
-        for (name, data) in built {
-            let section = match data {
-                SectionData::Heap(v) => {
-                    AlignedSection::Heap(kgbox_bundle::image::AlignedBytes::from_slice(v))
-                }
-                SectionData::Spilled { file, .. } => {
-                    AlignedSection::Mapped(crate::section::map(file.as_file())?)
-                }
-                SectionData::Digest { .. } => continue,
-            };
-            map.insert(*name, section);
-        }
-        let mut aligned = Aligned(map);
-        if built
-            .iter()
-            .any(|(_, d)| matches!(d, SectionData::Digest { .. }))
-        {
-            aligned.derive_in_edges()?;
-        }
-        Ok(aligned)
-    }
-
-    /// The in-edges of a graph whose bundle leaves them to the device,
-    /// computed here as the device computes them.
-    fn derive_in_edges(&mut self) -> std::io::Result<()> {
-        use kgbox_bundle::derive;
-        let bad = |e: kgbox_bundle::BundleError| std::io::Error::other(e.to_string());
-        let words = |name: &str| {
-            self.get(name)
-                .ok_or_else(|| bad(kgbox_bundle::BundleError::MissingSection(name.into())))
-        };
-        let (o, r, t) = (
-            words(s::OUT_OFFSETS)?,
-            words(s::OUT_RELATIONS)?,
-            words(s::OUT_TARGETS)?,
-        );
-        let csr = derive::Csr {
-            offsets: cast_words(o)?,
-            relations: cast_words(r)?,
-            others: cast_words(t)?,
-        };
-        let into = derive::reversed(&csr).map_err(bad)?;
-        let aligned =
-            |b: &[u8]| AlignedSection::Heap(kgbox_bundle::image::AlignedBytes::from_slice(b));
-        let sections = [
-            (s::IN_OFFSETS, aligned(bytemuck::cast_slice(&into.0))),
-            (s::IN_RELATIONS, aligned(bytemuck::cast_slice(&into.1))),
-            (s::IN_SOURCES, aligned(bytemuck::cast_slice(&into.2))),
-        ];
-        self.0.extend(sections);
-        Ok(())
-    }
-
-    pub fn get(&self, name: &str) -> Option<&[u8]> {
-        self.0.get(name).map(|a| match a {
-            AlignedSection::Heap(b) => &b[..],
-            AlignedSection::Mapped(m) => &m[..],
-        })
-    }
-
-    /// The graph, read back as a device reads it.
-    pub fn kg(&self) -> anyhow::Result<kgbox_bundle::Kg<'_>> {
-        use anyhow::Context;
-        kgbox_bundle::Kg::from_sections(|name| self.get(name))
-            .context("the built graph cannot be read back")
-    }
-}
-
-fn cast_words<T: bytemuck::Pod>(bytes: &[u8]) -> std::io::Result<&[T]> {
-    bytemuck::try_cast_slice(bytes).map_err(|e| std::io::Error::other(e.to_string()))
+    Ok((kept, derived_in))
 }

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use indicatif::ProgressBar;
 
 mod interner;
+mod large;
 mod names;
 mod rdf;
 mod source;
@@ -22,10 +23,11 @@ mod triples;
 mod tsv;
 
 pub use interner::Interner;
+pub use large::{AliasRecord, LargeKg};
 pub use rdf::read_rdf;
 pub use source::{Compression, SUPPORTED};
 pub use triples::{Triples, DEFAULT_LIMIT};
-pub use tsv::{read_aliases, read_relation_descriptions, read_tsv};
+pub use tsv::{read_aliases, read_relation_descriptions, read_tsv, skipped_aliases};
 
 /// An input problem, always naming the file (and the line where there is one).
 #[derive(Debug, thiserror::Error)]
@@ -119,21 +121,81 @@ pub struct RawKg {
     pub relation_iris: HashMap<u32, String>,
     /// Input lines that named entities or relations absent from the triples.
     pub warnings: Vec<String>,
+    /// The graph read to disk, once a TSV input outgrew the in-memory
+    /// limit (see [`RawKg::with_spill`]); `entities` and `triples` are then
+    /// empty and unused.
+    pub large: Option<LargeKg>,
+    /// Whether the graph may go to disk (`large`) when it outgrows memory.
+    names_on_disk: bool,
 }
 
 impl RawKg {
-    /// An empty graph whose triples spill to `dir` beyond `limit` in memory.
+    /// An empty graph held in memory up to `limit` triples (and names of up
+    /// to `8 * limit` bytes). Beyond that,
+    /// a TSV graph goes to disk in `dir` whole (`large`: names, triples and
+    /// aliases, in bounded memory); an RDF graph, whose names are chosen
+    /// after reading, keeps its names in memory and spills only its
+    /// triples.
     pub fn with_spill(limit: usize, dir: Option<PathBuf>) -> RawKg {
         RawKg {
             triples: Triples::with_limit(limit, dir),
+            names_on_disk: true,
             ..RawKg::default()
         }
     }
 
+    /// Keeps the names in memory whatever the size (for inputs whose
+    /// names are changed after reading).
+    pub fn keep_names_in_memory(&mut self) {
+        self.names_on_disk = false;
+    }
+
     pub fn add_triple(&mut self, h: &str, r: &str, t: &str) -> std::io::Result<()> {
+        if self.large.is_none() && self.names_on_disk && self.outgrew_memory() {
+            self.go_to_disk()?;
+        }
+        if let Some(large) = &mut self.large {
+            let r = self.relations.intern(r);
+            let (h, t) = (large.name(h)?, large.name(t)?);
+            return large.add_hashed(h, r, t);
+        }
         let h = self.entities.intern(h);
         let r = self.relations.intern(r);
         let t = self.entities.intern(t);
         self.triples.push([h, r, t])
+    }
+
+    /// Triples read (duplicates included).
+    pub fn triple_count(&self) -> u64 {
+        match &self.large {
+            Some(large) => large.count,
+            None => self.triples.len(),
+        }
+    }
+
+    /// Whether the graph read so far has more triples than the limit, or
+    /// names that take more than 8 bytes per triple of it (256 MiB at the
+    /// default: a graph with many names per triple goes to disk early).
+    fn outgrew_memory(&self) -> bool {
+        let (read, limit) = (self.triples.len(), self.triples.limit());
+        read >= limit as u64
+            || (read % 4096 == 0 && self.entities.memory() > limit.saturating_mul(8))
+    }
+
+    /// Moves what was read so far to a [`LargeKg`] and frees its memory.
+    fn go_to_disk(&mut self) -> std::io::Result<()> {
+        let mut large = LargeKg::new(self.triples.limit(), self.triples.dir())?;
+        let hashes = self
+            .entities
+            .iter()
+            .map(|name| large.name(name))
+            .collect::<std::io::Result<Vec<u64>>>()?;
+        for &[h, r, t] in self.triples.in_memory() {
+            large.add_hashed(hashes[h as usize], r, hashes[t as usize])?;
+        }
+        self.entities = Interner::default();
+        self.triples = Triples::with_limit(self.triples.limit(), self.triples.dir());
+        self.large = Some(large);
+        Ok(())
     }
 }

@@ -112,6 +112,7 @@ pub fn read_rdf(
     if format == Format::Tsv {
         return super::read_tsv(path, kg, progress);
     }
+    kg.keep_names_in_memory();
     let reader = open(path, progress)?;
     let first_entity = kg.entities.len();
     let first_relation = kg.relations.len();

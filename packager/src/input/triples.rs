@@ -85,6 +85,16 @@ impl Triples {
         self.spilled + self.mem.len() as u64
     }
 
+    /// Triples held in memory before spilling.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Where spill files go.
+    pub fn dir(&self) -> Option<PathBuf> {
+        self.dir.clone()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -52,29 +52,133 @@ impl IndexKeys {
         let order = |e: &(u64, u32, u32)| (key(e), e.2 & !POSTING_ALIAS, e.2);
         self.entries
             .sort_unstable_by(|a, b| order(a).cmp(&order(b)));
-        // A name wins over an alias of the same entity with the same key.
-        self.entries.dedup_by(|later, earlier| {
-            key(later) == key(earlier) && (later.2 & !POSTING_ALIAS) == (earlier.2 & !POSTING_ALIAS)
-        });
-        let mut builder = fst::MapBuilder::new(out)?;
-        let mut postings: Vec<u32> = Vec::new();
-        let entries = &self.entries;
-        let mut i = 0;
-        while i < entries.len() {
-            let k = key(&entries[i]);
-            let j = i + entries[i..].iter().take_while(|e| key(e) == k).count();
-            let value = if j - i == 1 {
-                u64::from(entries[i].2)
-            } else {
-                let at = postings.len() as u64;
-                postings.push((j - i) as u32);
-                postings.extend(entries[i..j].iter().map(|e| e.2));
-                POSTINGS_LIST + at
-            };
-            builder.insert(k, value)?;
-            i = j;
+        let mut index = IndexWriter::new(out, Vec::new())?;
+        for e in &self.entries {
+            index.push(key(e), e.2)?;
         }
-        Ok((builder.into_inner()?, postings))
+        let (fst, postings) = index.finish()?;
+        let postings = postings
+            .chunks_exact(4)
+            .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        Ok((fst, postings))
+    }
+}
+
+/// The order an [`IndexWriter`] takes its entries in, as one number that
+/// sorts with the key: (`posting` without the alias bit, `posting`).
+pub fn index_order(posting: u32) -> u64 {
+    (u64::from(posting & !POSTING_ALIAS) << 32) | u64::from(posting)
+}
+
+/// The lexical index written as its entries arrive, sorted by (key,
+/// [`index_order`]): the `fst` to one writer and the postings (native
+/// `u32`s) to another, so an index larger than memory streams from an
+/// external sort. Where one entity has a key both as a name and as an
+/// alias, the name (which sorts first) wins.
+pub struct IndexWriter<W: std::io::Write, P: std::io::Write> {
+    builder: fst::MapBuilder<W>,
+    postings: P,
+    written: u64,
+    key: Vec<u8>,
+    group: Vec<u32>,
+}
+
+impl<W: std::io::Write, P: std::io::Write> IndexWriter<W, P> {
+    pub fn new(out: W, postings: P) -> Result<Self, fst::Error> {
+        Ok(IndexWriter {
+            builder: fst::MapBuilder::new(out)?,
+            postings,
+            written: 0,
+            key: Vec::new(),
+            group: Vec::new(),
+        })
+    }
+
+    /// Adds `posting` under the normalized `key`; entries come in
+    /// (key, [`index_order`]) order.
+    pub fn push(&mut self, key: &[u8], posting: u32) -> Result<(), fst::Error> {
+        if key != self.key.as_slice() {
+            self.flush()?;
+            self.key.clear();
+            self.key.extend_from_slice(key);
+        } else if self
+            .group
+            .last()
+            .is_some_and(|&p| p & !POSTING_ALIAS == posting & !POSTING_ALIAS)
+        {
+            return Ok(());
+        }
+        self.group.push(posting);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), fst::Error> {
+        let value = match self.group.as_slice() {
+            [] => return Ok(()),
+            [one] => u64::from(*one),
+            many => {
+                let at = self.written;
+                self.postings
+                    .write_all(&(many.len() as u32).to_ne_bytes())?;
+                for p in many {
+                    self.postings.write_all(&p.to_ne_bytes())?;
+                }
+                self.written += 1 + many.len() as u64;
+                POSTINGS_LIST + at
+            }
+        };
+        self.builder.insert(&self.key, value)?;
+        self.group.clear();
+        Ok(())
+    }
+
+    /// The `fst` writer and the postings writer.
+    pub fn finish(mut self) -> Result<(W, P), fst::Error> {
+        self.flush()?;
+        Ok((self.builder.into_inner()?, self.postings))
+    }
+}
+
+/// A [`super::StringTable`] written one string at a time: offsets (native
+/// `u64`s, from 0) to one writer, bytes to another.
+pub struct StringTableWriter<W: std::io::Write> {
+    offsets: W,
+    bytes: W,
+    end: u64,
+    count: u64,
+}
+
+impl<W: std::io::Write> StringTableWriter<W> {
+    pub fn new(mut offsets: W, bytes: W) -> std::io::Result<Self> {
+        offsets.write_all(&0u64.to_ne_bytes())?;
+        Ok(StringTableWriter {
+            offsets,
+            bytes,
+            end: 0,
+            count: 0,
+        })
+    }
+
+    pub fn push(&mut self, s: &str) -> std::io::Result<()> {
+        self.bytes.write_all(s.as_bytes())?;
+        self.end += s.len() as u64;
+        self.count += 1;
+        self.offsets.write_all(&self.end.to_ne_bytes())
+    }
+
+    /// Strings written so far.
+    pub fn len(&self) -> u64 {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The (offsets, bytes) writers.
+    pub fn finish(self) -> (W, W) {
+        (self.offsets, self.bytes)
     }
 }
 
@@ -86,13 +190,9 @@ pub fn string_table_into<'a, W: std::io::Write>(
     offsets: &mut W,
     bytes: &mut W,
 ) -> std::io::Result<()> {
-    let mut end = 0u64;
-    offsets.write_all(&end.to_ne_bytes())?;
+    let mut table = StringTableWriter::new(offsets, bytes)?;
     for i in 0..count {
-        let s = at(i);
-        bytes.write_all(s.as_bytes())?;
-        end += s.len() as u64;
-        offsets.write_all(&end.to_ne_bytes())?;
+        table.push(at(i))?;
     }
     Ok(())
 }
