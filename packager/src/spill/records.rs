@@ -6,6 +6,7 @@
 //! everything.
 
 use std::cmp::{Ordering, Reverse};
+use std::collections::binary_heap::PeekMut;
 use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
@@ -133,11 +134,7 @@ impl RecordSorter {
             }
             readers.push(r);
         }
-        Ok(Records::Merge {
-            readers,
-            heap,
-            last: None,
-        })
+        Ok(Records::Merge { readers, heap })
     }
 }
 
@@ -168,6 +165,18 @@ impl Ord for Head {
     }
 }
 
+/// Puts run `i`'s next record, if any, on the heap.
+fn refill(
+    readers: &mut [BufReader<File>],
+    heap: &mut BinaryHeap<Reverse<Head>>,
+    i: usize,
+) -> io::Result<()> {
+    if let Some(next) = read_record(&mut readers[i])? {
+        heap.push(Reverse(Head(next, i)));
+    }
+    Ok(())
+}
+
 /// The sorted records, from memory or merged from the runs.
 pub enum Records {
     Memory {
@@ -177,7 +186,6 @@ pub enum Records {
     Merge {
         readers: Vec<BufReader<File>>,
         heap: BinaryHeap<Reverse<Head>>,
-        last: Option<(Vec<u8>, u64)>,
     },
 }
 
@@ -191,23 +199,21 @@ impl Records {
                     e.2,
                 )
             })),
-            Records::Merge {
-                readers,
-                heap,
-                last,
-            } => loop {
+            Records::Merge { readers, heap } => {
                 let Some(Reverse(Head(rec, i))) = heap.pop() else {
                     return Ok(None);
                 };
-                if let Some(next) = read_record(&mut readers[i])? {
-                    heap.push(Reverse(Head(next, i)));
+                refill(readers, heap, i)?;
+                // Each run holds a record once, so its copies in other runs
+                // are the heap's next heads.
+                while let Some(Reverse(Head(_, j))) = heap
+                    .peek_mut()
+                    .and_then(|top| (top.0 .0 == rec).then(|| PeekMut::pop(top)))
+                {
+                    refill(readers, heap, j)?;
                 }
-                if last.as_ref() == Some(&rec) {
-                    continue;
-                }
-                *last = Some(rec.clone());
-                return Ok(Some(rec));
-            },
+                Ok(Some(rec))
+            }
         }
     }
 }
