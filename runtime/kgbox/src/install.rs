@@ -206,8 +206,19 @@ fn check_image(
     w.flush()
         .map_err(|e| Error::io(format!("writing {}", tmp.path().display()), e))?;
     drop(w);
-    LoadedBundle::open_image(tmp.path(), Slot::A).map_err(image_error)?;
+    open_new_image(tmp.path(), Slot::A)?;
     Ok(())
+}
+
+/// Opens an image just built from a bundle and runs the checks that are
+/// linear in its size, which `serve` does not repeat at start: the whole
+/// lexical index walked ([`kgbox_bundle::Kg::check_index`]).
+fn open_new_image(path: &Path, slot: Slot) -> Result<LoadedBundle> {
+    let b = LoadedBundle::open_image(path, slot).map_err(image_error)?;
+    b.kg()
+        .and_then(|kg| kg.check_index())
+        .map_err(Error::Bundle)?;
+    Ok(b)
 }
 
 /// A freshly built image that does not load: the bundle's fault (its
@@ -447,7 +458,7 @@ fn build_delta_image(
         tmp.as_file()
             .sync_all()
             .map_err(|e| Error::io(format!("syncing {}", tmp.path().display()), e))?;
-        LoadedBundle::open_image(tmp.path(), Slot::A).map_err(image_error)?;
+        open_new_image(tmp.path(), Slot::A)?;
         Ok(tmp)
     })();
     if result.is_err() && made_dir {
@@ -516,7 +527,7 @@ where
             }
         }
         fsync_dir(&dir)?;
-        LoadedBundle::open_image(&done, slot).map_err(image_error)?;
+        open_new_image(&done, slot)?;
         Ok(done.clone())
     })();
     if result.is_err() {

@@ -84,8 +84,9 @@ impl LoadedBundle {
         Ok(loaded)
     }
 
-    /// Verifies a whole bundle held in memory (signature, hashes, limits)
-    /// and builds its image in memory. Used for the built-in demo.
+    /// Verifies a whole bundle held in memory (signature, hashes, limits,
+    /// the lexical index walked as install walks it) and builds its image
+    /// in memory. Used for the built-in demo.
     pub fn from_bundle_bytes(
         bytes: &[u8],
         keys: &TrustedKeys,
@@ -93,7 +94,9 @@ impl LoadedBundle {
         source: Source,
     ) -> Result<LoadedBundle> {
         let image = image::from_bundle_bytes(bytes, keys, limits)?;
-        Ok(LoadedBundle::from_backing(Backing::Owned(image), source)?)
+        let b = LoadedBundle::from_backing(Backing::Owned(image), source)?;
+        b.kg()?.check_index()?;
+        Ok(b)
     }
 
     fn from_backing(backing: Backing, source: Source) -> Result<LoadedBundle, BundleError> {

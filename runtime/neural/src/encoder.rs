@@ -136,6 +136,20 @@ impl std::fmt::Debug for Encoder {
     }
 }
 
+/// A `tokenizer.json` as the encoder uses it: texts truncated to
+/// [`MAX_TOKENS`], no padding (padding is done here, see the module docs).
+pub fn load_tokenizer(tokenizer_json: &[u8]) -> Result<Tokenizer, EncoderError> {
+    let mut tokenizer = Tokenizer::from_bytes(tokenizer_json).map_err(tok_err)?;
+    tokenizer
+        .with_truncation(Some(TruncationParams {
+            max_length: MAX_TOKENS,
+            ..TruncationParams::default()
+        }))
+        .map_err(tok_err)?;
+    tokenizer.with_padding(None);
+    Ok(tokenizer)
+}
+
 impl Encoder {
     /// Loads an ONNX model (BERT-style inputs `input_ids`, `attention_mask`,
     /// optionally `token_type_ids`, all int64 `[batch, sequence]`; first
@@ -151,15 +165,7 @@ impl Encoder {
         onnx: &[u8],
         tokenizer_json: &[u8],
     ) -> Result<Encoder, EncoderError> {
-        let mut tokenizer = Tokenizer::from_bytes(tokenizer_json).map_err(tok_err)?;
-        tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: MAX_TOKENS,
-                ..TruncationParams::default()
-            }))
-            .map_err(tok_err)?;
-        // Padding is done here (see the module docs).
-        tokenizer.with_padding(None);
+        let tokenizer = load_tokenizer(tokenizer_json)?;
 
         // tract builds the plan for names and short mentions now, so that a
         // load error shows here and not on first use.

@@ -226,6 +226,10 @@ pub async fn rollback(
             DeployError::Install(crate::error::Error::Rollback(m)) => {
                 ApiError::new(StatusCode::CONFLICT, "cannot_roll_back", m)
             }
+            // A device serving the demo has nothing to roll back to.
+            DeployError::Install(e @ crate::error::Error::NothingInstalled(_)) => {
+                ApiError::new(StatusCode::CONFLICT, "cannot_roll_back", e.to_string())
+            }
             other => deploy_error(other),
         })?;
     Ok(Json(json!(status)))

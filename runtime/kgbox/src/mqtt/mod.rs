@@ -27,6 +27,7 @@ use bundle::BundleReceiver;
 use dedupe::Dedupe;
 use kgbox_protocol::topics::{DeviceTopics as Topics, Route};
 use publisher::Publisher;
+pub use requests::answer_payload;
 use requests::{Answerer, Incoming, Job};
 pub(crate) use settings::Settings;
 pub use stats::MqttStats;

@@ -100,21 +100,61 @@ impl Answerer {
     }
 
     async fn response(&self, job: &Job) -> (u16, Bytes) {
-        if job.payload.len() > self.max_request_bytes {
-            self.stats.request(Outcome::TooLarge);
-            let msg = format!(
-                "the request is {} bytes; the limit is {} (mqtt.max_request_bytes)",
-                job.payload.len(),
-                self.max_request_bytes
-            );
-            return (413, error_body("too_large", &msg));
+        let checked = precheck(&job.payload, self.max_request_bytes);
+        self.stats.request(match &checked {
+            Err((413, _)) => Outcome::TooLarge,
+            _ => Outcome::Answered,
+        });
+        match checked {
+            Ok(()) => call(&self.router, job.kind, job.payload.clone()).await,
+            Err(refused) => refused,
         }
-        self.stats.request(Outcome::Answered);
-        if std::str::from_utf8(&job.payload).is_err() {
-            return (400, error_body("bad_request", "the payload is not UTF-8"));
-        }
-        call(&self.router, job.kind, job.payload.clone()).await
     }
+}
+
+/// What is refused before the router sees it: a payload over
+/// `mqtt.max_request_bytes` (413) or not UTF-8 (400).
+fn precheck(payload: &[u8], max_request_bytes: usize) -> Result<(), (u16, Bytes)> {
+    if payload.len() > max_request_bytes {
+        let msg = format!(
+            "the request is {} bytes; the limit is {max_request_bytes} (mqtt.max_request_bytes)",
+            payload.len(),
+        );
+        return Err((413, error_body("too_large", &msg)));
+    }
+    if std::str::from_utf8(payload).is_err() {
+        return Err((400, error_body("bad_request", "the payload is not UTF-8")));
+    }
+    Ok(())
+}
+
+/// One request answered as the MQTT front end answers it, without a
+/// broker: a 3.1.1 payload (`v311`) is unwrapped from its envelope, then
+/// checked and run through `router`. Gives the reply's status and body and
+/// the response topic it would go to (`None`: the request is dropped).
+/// For the fuzz harness.
+#[doc(hidden)]
+pub async fn answer_payload(
+    router: &axum::Router,
+    kind: Kind,
+    payload: Bytes,
+    v311: bool,
+    max_request_bytes: usize,
+) -> (u16, Bytes, Option<String>) {
+    let mut msg = Incoming {
+        topic: String::new(),
+        payload,
+        response_topic: Some("reply".into()),
+        correlation: None,
+    };
+    if v311 {
+        unwrap_envelope(&mut msg);
+    }
+    let (status, body) = match precheck(&msg.payload, max_request_bytes) {
+        Ok(()) => call(router, kind, msg.payload).await,
+        Err(refused) => refused,
+    };
+    (status, body, msg.response_topic)
 }
 
 /// Runs one request through the router: (status, JSON body).

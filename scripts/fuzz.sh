@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Runs every fuzz target of fuzz/ (cargo-fuzz, libFuzzer, nightly Rust) for
+# SECONDS each (default 20), starting from the committed seeds in
+# fuzz/corpus/TARGET and adding what it finds to a scratch corpus (the
+# committed one is not changed). Prints one line per target: inputs run,
+# corpus size, crashes. Exits non-zero when any target crashes, leaks past
+# its memory limit or hangs (an input over 10 s); the input is left in
+# fuzz/artifacts/TARGET/ (add it to fuzz/regressions/TARGET/ once fixed).
+#
+#   bash scripts/fuzz.sh             # CI: every target, 20 s each
+#   bash scripts/fuzz.sh 3600 sparql # the long run of one target
+#   FUZZ_JOBS=2 bash scripts/fuzz.sh 3600   # two targets at a time
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_EACH=${1:-20}
+shift || true
+TARGETS=("$@")
+if ((${#TARGETS[@]} == 0)); then
+  mapfile -t TARGETS < <(sed -n 's/^name = "\(.*\)"$/\1/p' fuzz/Cargo.toml | grep -v '^kgbox-fuzz$')
+fi
+if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+  echo "fuzz.sh: cargo-fuzz (nightly) not found: run scripts/setup.sh" >&2
+  exit 1
+fi
+
+# The workspace's lock file as the starting point, so the targets link the
+# same crate versions as the device (fuzz/Cargo.lock is not committed).
+[[ -f fuzz/Cargo.lock ]] || cp Cargo.lock fuzz/Cargo.lock
+echo "fuzz.sh: building ${#TARGETS[@]} targets (nightly, address sanitizer)"
+(cd fuzz && cargo +nightly fuzz build --debug-assertions >/dev/null)
+
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+JOBS=${FUZZ_JOBS:-1}
+run_one() {
+  local t=$1
+  mkdir -p "$WORK/$t" "fuzz/artifacts/$t"
+  local log="$WORK/$t.log"
+  local rc=0
+  (cd fuzz && cargo +nightly fuzz run --debug-assertions "$t" "$WORK/$t" "corpus/$t" -- \
+    -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+    -artifact_prefix="artifacts/$t/" >"$log" 2>&1) || rc=$?
+  local runs corpus
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  corpus=$(find "$WORK/$t" -type f | wc -l)
+  if ((rc == 0)); then
+    printf '%-16s %10s inputs in %ss, %6s in the corpus, 0 crashes\n' "$t" "${runs:-?}" "$SECONDS_EACH" "$corpus"
+  else
+    printf '%-16s FAILED (exit %s) after %s inputs; the last lines:\n' "$t" "$rc" "${runs:-?}"
+    grep -E 'ERROR|panicked|SUMMARY|Test unit written|timeout' "$log" | head -20
+    return 1
+  fi
+}
+export -f run_one
+export WORK SECONDS_EACH
+failed=0
+printf '%s\n' "${TARGETS[@]}" | xargs -P "$JOBS" -I{} bash -c 'run_one "$@"' _ {} || failed=1
+if ((failed)); then
+  echo "fuzz.sh: a target failed (inputs in fuzz/artifacts/)" >&2
+  exit 1
+fi
+echo "fuzz.sh: ${#TARGETS[@]} targets, ${SECONDS_EACH}s each: no crash, no hang"
