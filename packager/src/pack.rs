@@ -115,12 +115,7 @@ fn created_unix() -> Result<u64> {
 }
 
 fn check_name(name: &str) -> Result<()> {
-    if name.is_empty()
-        || name.len() > 128
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-    {
+    if !kgbox_bundle::manifest::valid_name(name) {
         bail!("bundle name {name:?} must be 1 to 128 characters of A-Z a-z 0-9 - _ .");
     }
     Ok(())

@@ -7,24 +7,8 @@ use std::path::{Path, PathBuf};
 
 use kgbox_bundle::sections::include_in_image;
 use kgbox_bundle::writer::StoredSection;
-use kgbox_bundle::{BundleReader, BundleWriter, Limits, Manifest, TrustedKeys};
+use kgbox_bundle::{BundleReader, BundleWriter, Limits, TrustedKeys};
 use kgbox_testkit::*;
-
-/// The raw sections of a bundle, in table order.
-fn sections_of(bundle: &[u8]) -> (Manifest, Vec<(String, bool, Vec<u8>)>) {
-    let mut r = BundleReader::open(Cursor::new(bundle)).unwrap();
-    let prefix = r.prefix().clone();
-    let sections = prefix
-        .sections
-        .iter()
-        .map(|e| {
-            let mut raw = Vec::new();
-            r.copy_section(e, &Limits::default(), &mut raw).unwrap();
-            (e.name.clone(), e.required(), raw)
-        })
-        .collect();
-    (prefix.manifest, sections)
-}
 
 /// Rebuilds a bundle from `bundle`'s sections, letting `edit` replace or add
 /// stored sections, signed by `keys`.
@@ -120,14 +104,9 @@ fn bad_bundles_are_refused_and_the_active_bundle_keeps_serving() {
     );
 
     // An index built with another name normalizer.
-    let (mut manifest, sections) = sections_of(&good);
-    manifest.normalizer = "some-other-normalizer".into();
-    let mut w = BundleWriter::new(manifest);
-    for (name, required, raw) in sections {
-        w.add_section(&name, required, raw).unwrap();
-    }
-    let mut other_norm = Vec::new();
-    w.write(&keys.key, &mut other_norm).unwrap();
+    let other_norm = resign(&good, &keys, |m| {
+        m.normalizer = "some-other-normalizer".into();
+    });
     refused(
         &device,
         &write(dir, "norm.kgb", &other_norm),
@@ -445,7 +424,7 @@ fn structurally_bad_sections_are_refused_by_verify_install_and_put() {
 /// A FIFO (or any non-regular file) given as the bundle is refused at
 /// once by `verify` and `install`, never waited on.
 #[test]
-fn a_fifo_is_refused_at_once() {
+fn fifos_devices_directories_and_links_to_them_are_refused_at_once() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path();
     let keys = Keys::new(dir, "operator", 7);
@@ -454,10 +433,19 @@ fn a_fifo_is_refused_at_once() {
     // SAFETY: a NUL-terminated path we own.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let device = Device::new(&[&keys.public], "");
+    // Links to special files are refused as the files are.
+    let link_to_fifo = dir.join("link-to-fifo.kgb");
+    std::os::unix::fs::symlink(&fifo, &link_to_fifo).unwrap();
+    let link_to_zero = dir.join("link-to-zero.kgb");
+    std::os::unix::fs::symlink("/dev/zero", &link_to_zero).unwrap();
+    let dev_zero = PathBuf::from("/dev/zero");
     for (cmd, path) in [
         ("verify", &fifo),
         ("install", &fifo),
         ("verify", &dir.to_path_buf()),
+        ("install", &link_to_fifo),
+        ("verify", &link_to_zero),
+        ("install", &dev_zero),
     ] {
         let mut child = device
             .command(&[cmd, path.to_str().unwrap()])

@@ -29,6 +29,7 @@ mod power_loss;
 mod push;
 mod query_api;
 mod rerank;
+mod security;
 mod serve;
 mod sparql_store;
 mod strategies;

@@ -194,6 +194,41 @@ impl Device {
     }
 }
 
+/// A bundle's manifest and raw sections, in table order.
+pub fn sections_of(bundle: &[u8]) -> (kgbox_bundle::Manifest, Vec<(String, bool, Vec<u8>)>) {
+    let mut r = kgbox_bundle::BundleReader::open(std::io::Cursor::new(bundle)).unwrap();
+    let prefix = r.prefix().clone();
+    let sections = prefix
+        .sections
+        .iter()
+        .map(|e| {
+            let mut raw = Vec::new();
+            r.copy_section(e, &kgbox_bundle::Limits::default(), &mut raw)
+                .unwrap();
+            (e.name.clone(), e.required(), raw)
+        })
+        .collect();
+    (prefix.manifest, sections)
+}
+
+/// `bundle` with its manifest changed by `edit`, signed again by `keys`
+/// (what a holder of a trusted key could send).
+pub fn resign(
+    bundle: &[u8],
+    keys: &Keys,
+    edit: impl FnOnce(&mut kgbox_bundle::Manifest),
+) -> Vec<u8> {
+    let (mut manifest, sections) = sections_of(bundle);
+    edit(&mut manifest);
+    let mut w = kgbox_bundle::BundleWriter::new(manifest);
+    for (name, required, raw) in sections {
+        w.add_section(&name, required, raw).unwrap();
+    }
+    let mut out = Vec::new();
+    w.write(&keys.key, &mut out).unwrap();
+    out
+}
+
 /// A free loopback port (bound then released).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

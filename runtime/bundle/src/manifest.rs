@@ -70,9 +70,30 @@ pub struct ModelInfo {
     pub training: Option<serde_json::Value>,
 }
 
+/// Whether `name` is a valid bundle name: 1 to 128 characters of
+/// `A-Z a-z 0-9 - _ .`. The packer writes only such names, and a device
+/// refuses a manifest with any other (a name shows in paths of tools,
+/// logs, metrics labels and MQTT status messages).
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
 impl Manifest {
+    /// Parses a manifest and checks its name ([`valid_name`]).
     pub fn from_json(bytes: &[u8]) -> Result<Manifest> {
-        serde_json::from_slice(bytes).map_err(|e| BundleError::Manifest(e.to_string()))
+        let m: Manifest =
+            serde_json::from_slice(bytes).map_err(|e| BundleError::Manifest(e.to_string()))?;
+        if !valid_name(&m.name) {
+            return Err(BundleError::Manifest(format!(
+                "bundle name {:?} must be 1 to 128 characters of A-Z a-z 0-9 - _ .",
+                m.name
+            )));
+        }
+        Ok(m)
     }
 
     pub fn to_json(&self) -> Result<Vec<u8>> {
