@@ -31,6 +31,11 @@ cargo build --workspace --bins
 step "cargo test --workspace"
 cargo test --workspace
 
+# Soak and abuse over HTTP, the short version (the hour-long run and its
+# figures: docs/reliability.md).
+step "soak and abuse, 30 s (kgbox-soak --seconds 30 --idle 500)"
+cargo run --quiet -p kgbox-benches --bin kgbox-soak -- --seconds 30 --idle 500 --slow 20
+
 # Supply chain: licenses, bans, sources and RustSec advisories (deny.toml),
 # and the release's SBOM (CycloneDX) made and checked.
 step "cargo deny check (scripts/deny.sh)"

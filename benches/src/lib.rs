@@ -10,3 +10,4 @@ pub mod measure;
 pub mod plot;
 pub mod proc;
 pub mod scale;
+pub mod soak;

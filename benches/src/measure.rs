@@ -46,15 +46,16 @@ pub struct PackFigures {
     pub bundle_bytes: u64,
 }
 
-/// Packs `kb` into `out` `runs` times, in-process.
-pub fn pack_runs(kb: &Path, key: &SecretKey, out: &Path, runs: usize) -> Result<PackFigures> {
-    let opts = PackOptions {
+/// The benches' pack options for `kb`: fixed level and time, nothing but
+/// the graph.
+pub fn pack_options(kb: &Path, name: &str, version: semver::Version) -> PackOptions {
+    PackOptions {
         triples: kb.to_path_buf(),
         format: None,
         aliases: None,
         relations: None,
-        name: "kgbox-perf".into(),
-        version: semver::Version::new(1, 0, 0),
+        name: name.into(),
+        version,
         compatible: DEFAULT_COMPATIBLE.into(),
         level: PACK_LEVEL,
         created_unix: Some(CREATED_UNIX),
@@ -67,7 +68,12 @@ pub fn pack_runs(kb: &Path, key: &SecretKey, out: &Path, runs: usize) -> Result<
         probes: Vec::new(),
         allow_failing_probes: false,
         scale: Default::default(),
-    };
+    }
+}
+
+/// Packs `kb` into `out` `runs` times, in-process.
+pub fn pack_runs(kb: &Path, key: &SecretKey, out: &Path, runs: usize) -> Result<PackFigures> {
+    let opts = pack_options(kb, "kgbox-perf", semver::Version::new(1, 0, 0));
     let mut times = Vec::with_capacity(runs);
     let mut last = None;
     for _ in 0..runs {
