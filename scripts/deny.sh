@@ -21,17 +21,19 @@ trap 'rm -rf "$WORK"' EXIT
 
 if [[ ${1:-} == --refresh ]]; then
   git clone --quiet --depth 1 "$UPSTREAM" "$WORK/db"
+  # Extracted beside it first: the old snapshot goes only once the new one is whole.
+  mkdir -p "$WORK/new"
+  (cd "$WORK/db" && git archive HEAD crates rust LICENSE.txt LICENSES support.toml) | tar -x -C "$WORK/new"
+  git -C "$WORK/db" log -1 --format=%cI >"$WORK/new/SNAPSHOT-DATE"
   rm -rf "$SNAPSHOT"
-  mkdir -p "$SNAPSHOT"
-  (cd "$WORK/db" && git archive HEAD crates rust LICENSE.txt LICENSES support.toml) | tar -x -C "$SNAPSHOT"
-  git -C "$WORK/db" log -1 --format=%cI >"$SNAPSHOT/SNAPSHOT-DATE"
+  mv "$WORK/new" "$SNAPSHOT"
   echo "deny.sh: $SNAPSHOT refreshed ($(cat "$SNAPSHOT/SNAPSHOT-DATE"))"
   exit 0
 fi
 
 CONFIG=deny.toml
 OFFLINE=()
-if git ls-remote --quiet "$UPSTREAM" HEAD >/dev/null 2>&1; then
+if timeout 20 git ls-remote --quiet "$UPSTREAM" HEAD >/dev/null 2>&1; then
   echo "deny.sh: advisories from $UPSTREAM"
 else
   # cargo-deny reads its database from a git repository under db-path, in

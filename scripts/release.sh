@@ -27,10 +27,14 @@ fi
 
 # cargo-cyclonedx writes `<package>.cdx.json` beside every workspace
 # member's Cargo.toml; the two binaries' are kept, the rest removed.
+# (The two are moved aside before the others are removed, so that a
+# DIST inside the repository, however it is written, keeps them.)
+KEEP=$(mktemp -d)
+trap 'rm -rf "$KEEP"' EXIT
 cargo cyclonedx --format json --spec-version 1.5 --target x86_64-unknown-linux-gnu -q
-mv runtime/kgbox/kgbox.cdx.json "$DIST/kgbox.cdx.json"
-mv packager/kgbox-pack.cdx.json "$DIST/kgbox-pack.cdx.json"
-find . -name '*.cdx.json' -not -path "./$DIST/*" -not -path './target/*' -not -path './fuzz/target/*' -delete
+mv runtime/kgbox/kgbox.cdx.json packager/kgbox-pack.cdx.json "$KEEP/"
+find . -name '*.cdx.json' -not -path './target/*' -not -path './fuzz/target/*' -delete
+mv "$KEEP/kgbox.cdx.json" "$KEEP/kgbox-pack.cdx.json" "$DIST/"
 
 # A check of what was written: the format, the binary described, and that
 # every component names a version and a package URL.

@@ -19,9 +19,10 @@ use std::time::{Duration, Instant};
 use kgbox_testkit::*;
 
 /// The system calls that change files or their durability.
-const FS_CALLS: &str = "openat,creat,write,pwrite64,writev,pwritev,fsync,fdatasync,msync,\
-sync_file_range,rename,renameat,renameat2,unlink,unlinkat,mkdir,mkdirat,ftruncate,fallocate,\
-link,linkat,flock";
+/// (`?`: a call this architecture may not have, e.g. `rename` on aarch64.)
+const FS_CALLS: &str = "openat,?creat,write,pwrite64,writev,pwritev,fsync,fdatasync,msync,\
+sync_file_range,?rename,renameat,?renameat2,?unlink,unlinkat,?mkdir,mkdirat,ftruncate,fallocate,\
+?link,linkat,flock";
 
 const TOKEN: &str = "crash-point-admin-token-0123";
 
@@ -313,12 +314,59 @@ fn trace_serve_start(
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let _ = child.kill();
+    // Kill `serve` (strace's child) first: strace then exits on its own.
+    // Killing strace first would detach it and leave `serve` running.
+    for pid in children(child.id()) {
+        // SAFETY: kill(2) has no memory-safety preconditions.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
     let _ = child.wait();
     if inject.is_some() {
         return vec![("finished".into(), 0)];
     }
     points(log)
+}
+
+/// The child processes of `pid` (from `/proc/PID/task/*/children`).
+fn children(pid: u32) -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect()
+}
+
+/// Waits until strace has attached to every thread of `pid`.
+fn wait_attached(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let all = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|tasks| {
+                tasks.filter_map(Result::ok).all(|t| {
+                    std::fs::read_to_string(t.path().join("status")).is_ok_and(|st| {
+                        st.lines().any(|l| {
+                            l.strip_prefix("TracerPid:")
+                                .is_some_and(|v| v.trim() != "0")
+                        })
+                    })
+                })
+            })
+            .unwrap_or(false);
+        if all {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "strace did not attach to kgbox serve (ptrace not allowed? run as root or set kernel.yama.ptrace_scope=0)"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 #[test]
@@ -362,13 +410,7 @@ fn traced_upload(
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // strace writes its log once attached to every thread.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !log.exists() {
-        assert!(Instant::now() < deadline, "strace did not attach");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    std::thread::sleep(Duration::from_millis(200));
+    wait_attached(server.pid());
     let url = format!("http://127.0.0.1:{}/v1/bundles", server.port);
     let answered = ureq::put(&url)
         .set("Authorization", &format!("Bearer {TOKEN}"))

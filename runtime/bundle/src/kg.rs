@@ -16,6 +16,11 @@ use crate::sections as s;
 pub const POSTING_ALIAS: u32 = 1 << 31;
 /// fst values at or above this point into the postings array.
 pub const POSTINGS_LIST: u64 = 1 << 32;
+/// The longest index key [`Kg::check_index`] accepts, in bytes.
+const MAX_KEY_BYTES: usize = 64 << 10;
+/// Transitions [`Kg::check_index`] follows per declared key, at most
+/// (the bytes of key that are not shared with the key before).
+const MAX_AVG_KEY: usize = 1024;
 /// Entity ids must fit in 31 bits (the top bit of a posting is the alias flag).
 pub const MAX_ENTITIES: usize = (1 << 31) - 1;
 
@@ -377,32 +382,69 @@ impl<'a> Kg<'a> {
 
     /// Walks the whole lexical index (linear in its size): every node must
     /// decode, the keys must come in order and as many as the FST's footer
-    /// says, and every value must name entities that exist.
-    /// [`Kg::from_sections`] checks only the FST's header and footer, so
-    /// install and verify run this once on a new image: a signed bundle
-    /// with a damaged index is refused, rather than found by
-    /// [`Kg::with_index`] at query time.
+    /// says (at most one per name and alias), and every value must name
+    /// entities that exist. [`Kg::from_sections`] checks only the FST's
+    /// header and footer, so install and verify run this once on a new
+    /// image: a signed bundle with a damaged index is refused, rather than
+    /// found by [`Kg::with_index`] at query time.
+    ///
+    /// The walk is depth-first in key order over the FST's nodes. A node is
+    /// written after its children, so every transition must lead to a
+    /// lower address: that, a bound on key length and a bound on the
+    /// transitions followed make the walk end on any bytes.
     pub fn check_index(&self) -> Result<()> {
-        use fst::Streamer;
         let bad = |problem: String| BundleError::bad_section(s::INDEX_FST, problem);
         let entities = self.entity_count() as u64;
+        let names = self.entity_count() + self.aliases.len();
+        let declared = self.index.len();
+        if declared > names {
+            return Err(bad(format!(
+                "its footer declares {declared} keys for {names} names and aliases"
+            )));
+        }
+        let budget = declared.saturating_mul(MAX_AVG_KEY).saturating_add(1 << 16);
         let walked = self.with_index(|index| {
-            let mut stream = index.stream();
-            let mut last: Vec<u8> = Vec::new();
-            let mut keys = 0usize;
-            while let Some((key, value)) = stream.next() {
-                if keys > 0 && key <= last.as_slice() {
-                    return Err(format!("key {keys} is out of order"));
+            let fst = index.as_fst();
+            // (node address, key length there, output so far, byte in).
+            let mut stack = vec![(fst.root().addr(), 0usize, 0u64, None::<u8>)];
+            let (mut key, mut last) = (Vec::new(), Vec::new());
+            let (mut keys, mut followed) = (0usize, 0usize);
+            while let Some((addr, depth, out, inp)) = stack.pop() {
+                key.truncate(depth.saturating_sub(1));
+                key.extend(inp);
+                let node = fst.node(addr);
+                if node.is_final() {
+                    if keys > 0 && key <= last {
+                        return Err(format!("key {keys} is out of order"));
+                    }
+                    keys += 1;
+                    if keys > declared {
+                        return Err(format!("more keys than its footer's {declared}"));
+                    }
+                    let value = out.wrapping_add(node.final_output().value());
+                    if let Err(why) = self.check_postings(value, entities) {
+                        return Err(format!("key {keys}: {why}"));
+                    }
+                    last.clone_from(&key);
                 }
-                last.clear();
-                last.extend_from_slice(key);
-                if let Err(why) = self.check_postings(value, entities) {
-                    return Err(format!("key {keys}: {why}"));
+                if depth >= MAX_KEY_BYTES {
+                    return Err(format!("a key is longer than {MAX_KEY_BYTES} bytes"));
                 }
-                keys += 1;
+                for t in node.transitions().collect::<Vec<_>>().into_iter().rev() {
+                    followed += 1;
+                    if t.addr >= addr || followed > budget {
+                        return Err(format!("a transition at byte {addr} is out of place"));
+                    }
+                    stack.push((
+                        t.addr,
+                        depth + 1,
+                        out.wrapping_add(t.out.value()),
+                        Some(t.inp),
+                    ));
+                }
             }
-            if keys != index.len() {
-                return Err(format!("{keys} keys, but its footer says {}", index.len()));
+            if keys != declared {
+                return Err(format!("{keys} keys, but its footer says {declared}"));
             }
             Ok(())
         });

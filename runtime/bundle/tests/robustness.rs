@@ -28,6 +28,10 @@ fn image_of(bundle: &[u8]) -> AlignedBytes {
 fn v1_fixture_reads_and_answers() {
     let img = image_of(FIXTURE);
     let view = ImageView::parse(&img, include_in_image).unwrap();
+    Kg::from_sections(|n| view.section(&img, n))
+        .unwrap()
+        .check_index()
+        .unwrap();
     view.verify_hashes(&img).unwrap();
     assert_eq!(view.prefix.manifest.name, "demo-movies");
     let kg = Kg::from_sections(|n| view.section(&img, n)).unwrap();

@@ -489,6 +489,8 @@ where
     }
     let tmp = dir.join(format!("image-{generation}.tmp"));
     let done = dir.join(format!("image-{generation}.kgbi"));
+    // A built (delta) image was walked in full when it was built.
+    let walked = matches!(source, ImageSource::Built(_));
     let result = (|| {
         match source {
             ImageSource::Write(fill) => {
@@ -527,7 +529,11 @@ where
             }
         }
         fsync_dir(&dir)?;
-        open_new_image(&done, slot)?;
+        if walked {
+            LoadedBundle::open_image(&done, slot).map_err(image_error)?;
+        } else {
+            open_new_image(&done, slot)?;
+        }
         Ok(done.clone())
     })();
     if result.is_err() {
