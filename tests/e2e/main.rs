@@ -24,6 +24,7 @@ mod derived;
 mod faults;
 mod llm_server;
 mod mqtt;
+mod mqtt_abuse;
 mod neural;
 mod power_loss;
 mod push;

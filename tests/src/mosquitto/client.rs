@@ -137,16 +137,30 @@ impl Client {
         response_topic: Option<&str>,
         correlation: Option<&[u8]>,
     ) {
+        self.publish_with(topic, payload, response_topic, correlation, false, None);
+    }
+
+    /// [`Client::publish`], retained or not, with an optional content type.
+    pub fn publish_with(
+        &self,
+        topic: &str,
+        payload: &[u8],
+        response_topic: Option<&str>,
+        correlation: Option<&[u8]>,
+        retain: bool,
+        content_type: Option<&str>,
+    ) {
         let props = PublishProperties {
             response_topic: response_topic.map(str::to_string),
             correlation_data: correlation.map(|c| c.to_vec().into()),
+            content_type: content_type.map(str::to_string),
             ..Default::default()
         };
         self.rt
             .block_on(self.client.publish_with_properties(
                 topic,
                 QoS::AtLeastOnce,
-                false,
+                retain,
                 payload.to_vec(),
                 props,
             ))
