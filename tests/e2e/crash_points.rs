@@ -429,3 +429,61 @@ fn traced_upload(
     assert!(answered, "the traced upload failed");
     points(log)
 }
+
+/// Builds `tests/shim/lost_writes.c` (see its header) into `dir`.
+fn lost_writes_shim(dir: &Path) -> PathBuf {
+    let out = dir.join("lost_writes.so");
+    let src = repo_root().join("tests/shim/lost_writes.c");
+    let o = run(Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .arg("-ldl"));
+    assert!(o.status.success(), "building the shim: {}", stderr(&o));
+    out
+}
+
+/// A power cut that also loses every write not yet made durable: at each
+/// write or sync call of `kgbox install`, the shim undoes the writes no
+/// fsync covered, then kills the process. The device must come up on the
+/// old or the new bundle all the same.
+#[test]
+fn every_point_of_install_with_unflushed_writes_lost_leaves_a_device_that_answers() {
+    let (b, device, _) = device_on_1();
+    let shim = lost_writes_shim(device.dir.path());
+    let v2 = b.versions[1].to_str().unwrap();
+
+    let probe = Device::new(&[&b.keys.public], "[health]\nsettle_ms = 0");
+    probe.install_ok(&b.versions[0]);
+    let count = probe.dir.path().join("count");
+    let o = run(probe
+        .command(&["install", v2])
+        .env("LD_PRELOAD", &shim)
+        .env("LOST_WRITES_COUNT", &count));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let calls: usize = std::fs::read_to_string(&count)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let points: Vec<(String, usize)> = (1..=calls).map(|n| ("call".to_string(), n)).collect();
+    run_points(
+        "kgbox install with unflushed writes lost",
+        &device,
+        &points,
+        |p| {
+            let o = run(device
+                .command(&["install", "--allow-downgrade", v2])
+                .env("LD_PRELOAD", &shim)
+                .env("LOST_WRITES_AT", p.1.to_string()));
+            !o.status.success()
+        },
+        |served_new| {
+            if served_new {
+                reinstall(&device, &b.versions[0]);
+            }
+        },
+    );
+    device.install_ok(&b.versions[2]);
+    assert_eq!(served_answer(&device), ("3.0.0".to_string(), 3));
+}
