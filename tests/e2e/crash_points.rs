@@ -198,6 +198,19 @@ fn device_on_1() -> (Bundles, Device, PathBuf) {
     (b, device, log)
 }
 
+/// After a point that left 2.0.0 serving, 1.0.0 again for the next.
+fn back_to_1(device: &Device, b: &Bundles, served_new: bool) {
+    if served_new {
+        reinstall(device, &b.versions[0]);
+    }
+}
+
+/// After all the points: a later install of 3.0.0 succeeds and serves.
+fn later_install_serves_3(device: &Device, b: &Bundles) {
+    device.install_ok(&b.versions[2]);
+    assert_eq!(served_answer(device), ("3.0.0".to_string(), 3));
+}
+
 /// `kgbox install --allow-downgrade BUNDLE`, which must succeed.
 fn reinstall(device: &Device, bundle: &Path) {
     let o = device.kgbox(&["install", "--allow-downgrade", bundle.to_str().unwrap()]);
@@ -235,15 +248,10 @@ fn every_crash_point_of_install_leaves_a_device_that_answers() {
                 .args(["install", "--allow-downgrade", v2]));
             !o.status.success()
         },
-        |served_new| {
-            if served_new {
-                reinstall(&device, &b.versions[0]);
-            }
-        },
+        |served_new| back_to_1(&device, &b, served_new),
     );
     // A later install succeeds.
-    device.install_ok(&b.versions[2]);
-    assert_eq!(served_answer(&device), ("3.0.0".to_string(), 3));
+    later_install_serves_3(&device, &b);
 }
 
 #[test]
@@ -268,8 +276,7 @@ fn every_crash_point_of_start_up_leaves_a_device_that_answers() {
         |p| trace_serve_start(&device, &log, Some(p)).is_empty(),
         |_| fresh(&device),
     );
-    device.install_ok(&b.versions[2]);
-    assert_eq!(served_answer(&device), ("3.0.0".to_string(), 3));
+    later_install_serves_3(&device, &b);
 }
 
 /// Runs `serve` under strace until it is ready and its bundle is marked
@@ -380,11 +387,7 @@ fn every_crash_point_of_an_upload_leaves_a_device_that_answers() {
         &device,
         &points,
         |p| traced_upload(&device, &log, Some(p), &body).is_empty(),
-        |served_new| {
-            if served_new {
-                reinstall(&device, &b.versions[0]);
-            }
-        },
+        |served_new| back_to_1(&device, &b, served_new),
     );
     let server = device.serve_with_env(&[("KGBOX_ADMIN_TOKEN", TOKEN)]);
     let (status, v) = server.put_bytes("/v1/bundles", Some(TOKEN), &read(&b.versions[2]));
@@ -478,12 +481,7 @@ fn every_point_of_install_with_unflushed_writes_lost_leaves_a_device_that_answer
                 .env("LOST_WRITES_AT", p.1.to_string()));
             !o.status.success()
         },
-        |served_new| {
-            if served_new {
-                reinstall(&device, &b.versions[0]);
-            }
-        },
+        |served_new| back_to_1(&device, &b, served_new),
     );
-    device.install_ok(&b.versions[2]);
-    assert_eq!(served_answer(&device), ("3.0.0".to_string(), 3));
+    later_install_serves_3(&device, &b);
 }
