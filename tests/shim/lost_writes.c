@@ -2,8 +2,9 @@
  * lost_writes.so: an LD_PRELOAD shim that simulates a power cut which loses
  * every write not yet made durable. For tests/e2e/crash_points.rs.
  *
- * It counts the calls that write or make durable (write, pwrite, writev,
- * fsync, fdatasync, rename*, unlink*, ftruncate). At the N-th
+ * It counts the calls that write to a regular file or make one durable
+ * (write, pwrite, writev, fsync, fdatasync, ftruncate, rename*, unlink*;
+ * writes to sockets, pipes and terminals are not counted). At the N-th
  * (LOST_WRITES_AT=N) it undoes every write to a regular file that no fsync
  * or fdatasync of that file has covered since (restoring the old bytes and
  * the old size, through a duplicate of the descriptor, so closed and
@@ -11,8 +12,11 @@
  * Renames, unlinks and directory entries are kept: on a journalling file
  * system such as ext4 metadata survives as a unit, data does not.
  *
- * LOST_WRITES_COUNT=PATH writes the number of counted calls to PATH at exit
- * (to enumerate the points).
+ * LOST_WRITES_COUNT=PATH keeps the number of counted calls in PATH, updated
+ * at each one (to enumerate the points, also of a process killed later).
+ * LOST_WRITES_ARM=PATH counts nothing until the file PATH exists (e.g. a
+ * server that is up before the operation under test); writes made before
+ * are still undone at the cut unless synced.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -42,7 +46,8 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct undo *undos;
 static size_t n_undos, cap_undos;
 static long counted, lose_at = -1;
-static int ready;
+static int ready, armed = 1, count_fd = -1;
+static const char *arm_path;
 
 static ssize_t (*real_write)(int, const void *, size_t);
 static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
@@ -75,6 +80,10 @@ static void init(void) {
     real_ftruncate = dlsym(RTLD_NEXT, "ftruncate");
     const char *at = getenv("LOST_WRITES_AT");
     if (at) lose_at = atol(at);
+    arm_path = getenv("LOST_WRITES_ARM");
+    if (arm_path) armed = 0;
+    const char *count = getenv("LOST_WRITES_COUNT");
+    if (count) count_fd = open(count, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     ready = 1;
 }
 
@@ -92,16 +101,30 @@ static void lose(void) {
 
 static void tick(void) {
     pthread_mutex_lock(&mu);
-    counted++;
-    if (counted == lose_at) lose();
+    if (!armed && access(arm_path, F_OK) == 0) armed = 1;
+    if (armed) {
+        counted++;
+        if (counted == lose_at) lose();
+        if (count_fd >= 0) {
+            char buf[32];
+            int n = snprintf(buf, sizeof buf, "%20ld\n", counted);
+            if (n > 0) real_pwrite(count_fd, buf, (size_t)n, 0);
+        }
+    }
     pthread_mutex_unlock(&mu);
+}
+
+/* Whether `fd` is a regular file (the writes that are counted). */
+static int regular(int fd) {
+    struct stat st;
+    return fd != count_fd && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 /* Records what a write of `len` bytes at `off` (-1: the current offset)
  * to `fd` will overwrite, when `fd` is a regular file. */
 static void record(int fd, size_t len, off_t off) {
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
+    if (fd == count_fd || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
     int flags = fcntl(fd, F_GETFL);
     /* A descriptor opened O_DSYNC or O_SYNC (LMDB's meta page) writes durably. */
     if (flags >= 0 && (flags & (O_DSYNC | O_SYNC))) return;
@@ -148,26 +171,35 @@ static void synced(int fd) {
 }
 
 ssize_t write(int fd, const void *buf, size_t len) {
-    init(); tick(); record(fd, len, -1);
+    init(); if (regular(fd)) { tick(); record(fd, len, -1); }
     return real_write(fd, buf, len);
 }
 ssize_t pwrite(int fd, const void *buf, size_t len, off_t off) {
-    init(); tick(); record(fd, len, off);
+    init(); if (regular(fd)) { tick(); record(fd, len, off); }
     return real_pwrite(fd, buf, len, off);
 }
 ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off) {
-    init(); tick(); record(fd, len, off);
+    init(); if (regular(fd)) { tick(); record(fd, len, off); }
     return real_pwrite64(fd, buf, len, off);
 }
 ssize_t writev(int fd, const struct iovec *iov, int n) {
-    init(); tick();
-    size_t len = 0;
-    for (int i = 0; i < n; i++) len += iov[i].iov_len;
-    record(fd, len, -1);
+    init();
+    if (regular(fd)) {
+        tick();
+        size_t len = 0;
+        for (int i = 0; i < n; i++) len += iov[i].iov_len;
+        record(fd, len, -1);
+    }
     return real_writev(fd, iov, n);
 }
-int fsync(int fd) { init(); tick(); int r = real_fsync(fd); if (r == 0) synced(fd); return r; }
-int fdatasync(int fd) { init(); tick(); int r = real_fdatasync(fd); if (r == 0) synced(fd); return r; }
+int fsync(int fd) {
+    init(); if (regular(fd)) tick();
+    int r = real_fsync(fd); if (r == 0) synced(fd); return r;
+}
+int fdatasync(int fd) {
+    init(); if (regular(fd)) tick();
+    int r = real_fdatasync(fd); if (r == 0) synced(fd); return r;
+}
 int rename(const char *a, const char *b) { init(); tick(); return real_rename(a, b); }
 int renameat(int da, const char *a, int db, const char *b) { init(); tick(); return real_renameat(da, a, db, b); }
 int renameat2(int da, const char *a, int db, const char *b, unsigned f) { init(); tick(); return real_renameat2(da, a, db, b, f); }
@@ -180,11 +212,4 @@ int ftruncate(int fd, off_t len) {
     if (fstat(fd, &st) == 0 && len < st.st_size) record(fd, (size_t)(st.st_size - len), len);
     else record(fd, 0, len);
     return real_ftruncate(fd, len);
-}
-
-__attribute__((destructor)) static void report(void) {
-    const char *path = getenv("LOST_WRITES_COUNT");
-    if (!path || !ready) return;
-    FILE *f = fopen(path, "w");
-    if (f) { fprintf(f, "%ld\n", counted); fclose(f); }
 }
