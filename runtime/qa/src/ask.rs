@@ -7,6 +7,8 @@
 #[cfg(test)]
 mod empty_plan_tests;
 #[cfg(test)]
+mod privacy_tests;
+#[cfg(test)]
 mod strategies_tests;
 #[cfg(test)]
 mod test_stages;

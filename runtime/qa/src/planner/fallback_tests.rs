@@ -22,7 +22,7 @@ const QUESTION: &str = "when did [Blade Runner] come out";
 
 /// Two chain templates; `bias` is added to class 0 (directed_by), so its
 /// probability is σ(bias) with every feature weight zero.
-fn planner(bias: f32) -> LearnedPlanner {
+pub(crate) fn planner(bias: f32) -> LearnedPlanner {
     let spec = FeatureSpec {
         embed_dim: 0,
         ngram_buckets: 4,

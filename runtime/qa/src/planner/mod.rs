@@ -20,7 +20,7 @@ mod train_heads;
 pub mod zeroshot;
 
 #[cfg(test)]
-mod fallback_tests;
+pub(crate) mod fallback_tests;
 #[cfg(test)]
 mod sampling_tests;
 #[cfg(test)]
