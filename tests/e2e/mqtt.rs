@@ -209,6 +209,88 @@ fn duplicates_are_answered_once_and_bad_payloads_get_errors() {
     assert_eq!(server.metric(too_large), 1);
 }
 
+/// The access lines (target `kgbox::access`) of a JSON log.
+fn access_lines(log: &str) -> Vec<Value> {
+    log.lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l)
+                .unwrap_or_else(|e| panic!("a log line that is not JSON ({e}): {l:?}"))
+        })
+        .filter(|v| v["target"] == "kgbox::access")
+        .collect()
+}
+
+fn is_request_id(id: &str) -> bool {
+    id.len() == 32
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+#[test]
+fn replies_carry_a_request_id_and_each_request_has_one_access_line() {
+    let broker = Mosquitto::start();
+    let d = device(&broker, "edge-8", "");
+    let server = d.serve_with_env(&[("KGBOX_LOG__FORMAT", "json")]);
+    online(&broker, "edge-8");
+    let c = Client::connect(broker.port);
+    let cases: [(&str, &[u8], &str, &str); 4] = [
+        ("ask", ASK.as_bytes(), "200", "mqtt ask"),
+        ("query", QUERY.as_bytes(), "200", "mqtt query"),
+        ("ask", br#"{"colour": "red"}"#, "422", "mqtt ask"),
+        // Refused before the handlers (not UTF-8).
+        ("query", &[0xff, 0xfe], "400", "mqtt query"),
+    ];
+    let mut ids = Vec::new();
+    for (kind, payload, status, route) in cases {
+        let reply = c.request(&format!("kgbox/edge-8/{kind}"), payload, T);
+        let v = reply.json();
+        assert_eq!(reply.property("status"), Some(status), "{kind}: {v}");
+        let id = reply
+            .property("request-id")
+            .unwrap_or_else(|| panic!("{kind}: no request-id property: {v}"))
+            .to_string();
+        assert!(is_request_id(&id), "{kind}: {id:?}");
+        assert_eq!(v["request_id"], id.as_str(), "{kind}: {v}");
+        // The correlation data is the requester's, not the request id.
+        assert_ne!(reply.correlation.as_deref(), Some(id.as_bytes()));
+        ids.push((id, status, route));
+    }
+    let answer = c.request("kgbox/edge-8/query", QUERY.as_bytes(), T).json();
+    assert_eq!(answer_names(&answer), vec!["Ridley Scott".to_string()]);
+    assert!(!ids
+        .iter()
+        .any(|(id, _, _)| answer["request_id"] == id.as_str()));
+
+    wait_until(T, "the access lines", || {
+        let lines = access_lines(&server.log());
+        ids.iter()
+            .all(|(id, _, _)| lines.iter().any(|l| l["request_id"] == id.as_str()))
+    });
+    let log = server.log();
+    let lines = access_lines(&log);
+    for (id, status, route) in &ids {
+        let mine: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l["request_id"] == id.as_str())
+            .collect();
+        // One line: the trip through the HTTP router is not logged again.
+        assert_eq!(mine.len(), 1, "{route}: {mine:?}\n{log}");
+        let l = mine[0];
+        assert_eq!(l["method"], "MQTT", "{l}");
+        assert_eq!(l["route"], *route, "{l}");
+        assert_eq!(l["status"].to_string(), *status, "{l}");
+        assert_eq!(l["bundle_version"], "1.0.0", "{l}");
+        assert!(l["duration_ms"].as_f64().is_some_and(|d| d >= 0.0), "{l}");
+    }
+    let mqtt = lines.iter().filter(|l| l["method"] == "MQTT").count();
+    assert_eq!(mqtt, ids.len() + 1, "{log}");
+    assert!(
+        !lines.iter().any(|l| l["route"] == "/v1/ask"),
+        "MQTT requests logged as HTTP: {log}"
+    );
+}
+
 #[test]
 fn reconnects_after_a_broker_restart() {
     let mut broker = Mosquitto::start();
@@ -332,6 +414,10 @@ fn mqtt311_fallback_uses_the_envelope() {
         let v: Value = serde_json::from_slice(&payload).unwrap();
         assert_eq!(v["correlation_id"], corr, "{v}");
         assert_eq!(v["status"], 200, "{v}");
+        // A request id of the device's own, in the envelope and the body.
+        let id = v["request_id"].as_str().unwrap_or_default();
+        assert!(is_request_id(id), "{v}");
+        assert_eq!(v["body"]["request_id"], id, "{v}");
         let names = answer_names(&v["body"]);
         assert!(names.contains(&"Ridley Scott".to_string()), "{v}");
     }

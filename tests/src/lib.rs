@@ -396,6 +396,69 @@ impl Server {
     }
 }
 
+/// A reply with its headers, from [`Server::send`].
+pub struct Reply {
+    pub status: u16,
+    /// Header names in lower case, with their values.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Reply {
+    /// The first value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl Server {
+    /// `METHOD path` with `headers` and an optional body (sent as JSON
+    /// unless a `Content-Type` is among `headers`): the reply, headers included.
+    pub fn send(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> Reply {
+        let url = format!("http://127.0.0.1:{}{path}", self.port);
+        let mut req = ureq::request(method, &url).timeout(Duration::from_secs(60));
+        let typed = headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("content-type"));
+        if body.is_some() && !typed {
+            req = req.set("Content-Type", "application/json");
+        }
+        for (name, value) in headers {
+            req = req.set(name, value);
+        }
+        let result = match body {
+            Some(b) => req.send_string(b),
+            None => req.call(),
+        };
+        let resp = match result {
+            Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("{method} {path}: {e}; log: {}", self.log()),
+        };
+        let headers = resp
+            .headers_names()
+            .into_iter()
+            .filter_map(|n| {
+                let v = resp.header(&n)?.to_string();
+                Some((n.to_ascii_lowercase(), v))
+            })
+            .collect();
+        Reply {
+            status: resp.status(),
+            headers,
+            body: resp.into_string().unwrap_or_default(),
+        }
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();

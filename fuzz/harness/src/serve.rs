@@ -46,7 +46,7 @@ fn device() -> &'static Device {
         let cfg = Arc::new(cfg);
         let state = Arc::new(AppState {
             deployer: Arc::new(Deployer::new(cfg.clone(), served, Health::Good)),
-            metrics: Metrics::default(),
+            metrics: Metrics::new(),
             ready: AtomicBool::new(true),
             started: Instant::now(),
             startup_seconds: 0.0,

@@ -17,7 +17,7 @@ use kgbox_bundle::{image, BundleReader, Limits, Manifest, Prefix, TrustedKeys};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::loaded::LoadedBundle;
-use crate::store::{Slot, SlotRecord, SlotStatus, Store};
+use crate::store::{Health, Slot, SlotRecord, SlotStatus, Store};
 
 /// This runtime's version, compared with a manifest's `min_runtime`.
 pub const RUNTIME_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -554,6 +554,44 @@ pub fn load_active(data_dir: &Path) -> Result<Option<LoadedBundle>> {
     };
     let path = store.image_path(record);
     LoadedBundle::open_image(&path, record.slot).map(Some)
+}
+
+/// Marks the active bundle good (its trial is over): the record it now has.
+pub fn mark_good(data_dir: &Path) -> Result<SlotRecord> {
+    let store = Store::open(data_dir, false)?
+        .ok_or_else(|| Error::NothingInstalled(data_dir.to_path_buf()))?;
+    let _lock = lock_installs(data_dir)?;
+    let slot = store
+        .state()?
+        .active
+        .ok_or_else(|| Error::NothingInstalled(data_dir.to_path_buf()))?;
+    store.set_health(slot, Health::Good, "")?;
+    active_record(&store, slot)
+}
+
+/// Marks the active bundle bad with `reason`, and in the same transaction
+/// makes the previous slot active when it holds a bundle that is not bad:
+/// the bad record, and the record now active (if another).
+pub fn mark_bad(data_dir: &Path, reason: &str) -> Result<(SlotRecord, Option<SlotRecord>)> {
+    let store = Store::open(data_dir, false)?
+        .ok_or_else(|| Error::NothingInstalled(data_dir.to_path_buf()))?;
+    let _lock = lock_installs(data_dir)?;
+    let slot = store
+        .state()?
+        .active
+        .ok_or_else(|| Error::NothingInstalled(data_dir.to_path_buf()))?;
+    let back = store.fail_active(reason)?;
+    let bad = active_record(&store, slot)?;
+    let now = back.map(|b| active_record(&store, b)).transpose()?;
+    Ok((bad, now))
+}
+
+fn active_record(store: &Store, slot: Slot) -> Result<SlotRecord> {
+    store
+        .state()?
+        .record(slot)
+        .cloned()
+        .ok_or_else(|| Error::Rollback(format!("slot {slot} has no record")))
 }
 
 /// Makes the previous slot active again, after checking that its image loads.

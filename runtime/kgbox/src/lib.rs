@@ -15,13 +15,16 @@ pub mod error;
 pub mod http;
 pub mod install;
 pub mod loaded;
+pub mod logging;
 pub mod metrics;
 pub mod mqtt;
 pub mod neural;
 pub mod qa;
+pub mod request_id;
 pub mod served;
 pub mod sparql_store;
 pub mod store;
+pub mod systemd;
 
 pub use config::Config;
 pub use error::{Error, Result};

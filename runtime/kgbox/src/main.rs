@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use kgbox::Config;
 
 mod cmd;
@@ -61,13 +61,38 @@ enum Command {
     Config(cmd::config::ConfigCommand),
     /// Print an entity of the active bundle with its edges (JSON), as the HTTP API does.
     Entity(cmd::entity::EntityArgs),
+    /// Ask the running server whether it is ready (GET /readyz): exit code 0
+    /// when it is, 1 when not (for a container HEALTHCHECK or a script).
+    Healthcheck(cmd::healthcheck::HealthcheckArgs),
+    /// Mark the active bundle good (its trial is over), e.g. from an update
+    /// framework's hook after its own checks.
+    MarkGood,
+    /// Mark the active bundle bad; the previous slot becomes active again
+    /// when it holds a usable bundle (served from the next start).
+    MarkBad(cmd::health::MarkBadArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions { shell: clap_complete::Shell },
+    /// Print the man page (roff), e.g. `kgbox man > /usr/share/man/man1/kgbox.1`.
+    Man,
 }
 
 fn run(started: Instant) -> Result<()> {
     let cli = Cli::parse();
-    if let Command::Config(c) = &cli.command {
+    match &cli.command {
         // Before loading: it loads (or not) a config itself.
-        return cmd::config::run(c, cli.config.as_deref(), cli.data_dir.as_deref());
+        Command::Config(c) => {
+            return cmd::config::run(c, cli.config.as_deref(), cli.data_dir.as_deref())
+        }
+        Command::Completions { shell } => {
+            let mut command = Cli::command();
+            clap_complete::generate(*shell, &mut command, "kgbox", &mut std::io::stdout());
+            return Ok(());
+        }
+        Command::Man => {
+            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
+            return Ok(());
+        }
+        _ => {}
     }
     let mut cfg = Config::load(cli.config.as_deref())?;
     if let Some(d) = cli.data_dir {
@@ -86,7 +111,12 @@ fn run(started: Instant) -> Result<()> {
         Command::Eval(command) => cmd::eval::run(&cfg, &command),
         Command::Bench(args) => cmd::bench::run(&cfg, &args),
         Command::Entity(args) => cmd::entity::run(&cfg, &args),
-        Command::Config(_) => unreachable!("handled before the config is loaded"),
+        Command::Healthcheck(args) => cmd::healthcheck::run(&cfg, &args),
+        Command::MarkGood => cmd::health::mark_good(&cfg),
+        Command::MarkBad(args) => cmd::health::mark_bad(&cfg, &args),
+        Command::Config(_) | Command::Completions { .. } | Command::Man => {
+            unreachable!("handled before the config is loaded")
+        }
     }
 }
 

@@ -135,8 +135,8 @@ impl Qa {
             local,
             audit,
             reranker,
-            strategies: crate::metrics::StrategyCounters::default(),
-            plans: crate::metrics::PlanCounters::default(),
+            strategies: crate::metrics::StrategyCounters,
+            plans: crate::metrics::PlanCounters,
             store: Arc::new(crate::sparql_store::SparqlStore::for_bundle(
                 &cfg.sparql_store,
                 &bundle.manifest().name,
@@ -240,6 +240,7 @@ impl Qa {
         if let Ok(r) = &result {
             self.strategies.record(r.planner, r);
             self.plans.record(planner, r);
+            crate::metrics::record_ask(stages.executor.name(), r);
         }
         result
     }

@@ -5,6 +5,8 @@ pub mod bench;
 pub mod config;
 pub mod entity;
 pub mod eval;
+pub mod health;
+pub mod healthcheck;
 pub mod install;
 pub mod link;
 pub mod query;

@@ -12,16 +12,6 @@ use kgbox::served::Served;
 use kgbox::store::Health;
 use kgbox::Config;
 
-fn init_logging(level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
-}
-
 /// The bundle to serve: the active slot's (after the start-up health
 /// decisions of [`deploy::startup`]) or the built-in demo.
 fn initial(cfg: &Config) -> Result<(Served, Health)> {
@@ -59,7 +49,7 @@ pub fn run(mut cfg: Config, args: ServeArgs, started: Instant) -> Result<()> {
     if let Some(l) = args.listen {
         cfg.http.listen = l;
     }
-    init_logging(&cfg.log.level);
+    kgbox::logging::init(&cfg.log);
     let (served, health) = initial(&cfg)?;
     let admin_token = cfg.admin.token()?;
     let cfg = Arc::new(cfg);
@@ -84,7 +74,7 @@ pub fn run(mut cfg: Config, args: ServeArgs, started: Instant) -> Result<()> {
         let mqtt_stats = Arc::new(kgbox::mqtt::MqttStats::default());
         let state = Arc::new(AppState {
             deployer: deployer.clone(),
-            metrics: Metrics::default(),
+            metrics: Metrics::new(),
             ready: AtomicBool::new(false),
             started,
             startup_seconds: started.elapsed().as_secs_f64(),
@@ -109,12 +99,17 @@ pub fn run(mut cfg: Config, args: ServeArgs, started: Instant) -> Result<()> {
         };
         state.ready.store(true, Ordering::Release);
         tracing::info!(%addr, startup_ms = state.startup_seconds * 1e3, "listening on http://{addr}");
+        kgbox::systemd::ready(&format!("serving on http://{addr}"));
+        if let Some(every) = kgbox::systemd::watchdog_interval() {
+            tokio::spawn(kgbox::systemd::watchdog(every));
+        }
         let mut http_stop = stop_rx.clone();
         let shutdown = async move {
             tokio::select! {
                 _ = http::shutdown_signal() => {},
                 _ = http_stop.wait_for(|s| *s) => {},
             }
+            kgbox::systemd::stopping();
         };
         let served = http::serve(listener, app, shutdown);
         // Whichever ends first (a signal, or MQTT failing), stop the other.

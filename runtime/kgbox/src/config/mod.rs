@@ -11,11 +11,13 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 mod deploy;
+mod logging;
 mod mqtt;
 mod qa;
 mod sparql_store;
 
 pub use deploy::{AdminConfig, HealthConfig};
+pub use logging::{LogConfig, LogFormat};
 pub use mqtt::{valid_topic_level, MqttConfig, MqttProtocol};
 pub use qa::{LlmConfig, PlannerConfig};
 pub use sparql_store::{SparqlStoreConfig, StoreOverride, StoreSettings};
@@ -211,13 +213,6 @@ pub struct HttpConfig {
     pub max_concurrency: usize,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct LogConfig {
-    /// `error`, `warn`, `info`, `debug`, `trace`, or a tracing filter; `RUST_LOG` wins.
-    pub level: String,
-}
-
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -258,14 +253,6 @@ impl Default for HttpConfig {
             body_limit_bytes: 1 << 20,
             request_timeout_ms: 10_000,
             max_concurrency: 256,
-        }
-    }
-}
-
-impl Default for LogConfig {
-    fn default() -> Self {
-        LogConfig {
-            level: "info".into(),
         }
     }
 }

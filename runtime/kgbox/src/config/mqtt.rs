@@ -58,7 +58,8 @@ pub struct MqttConfig {
     pub dedupe_capacity: usize,
     /// Retained status republished this often, seconds.
     pub status_interval_s: u64,
-    /// Reconnect backoff: first and longest wait, milliseconds.
+    /// Reconnect backoff: first and longest wait, milliseconds (each wait
+    /// gets a random jitter of up to itself added).
     pub reconnect_min_ms: u64,
     pub reconnect_max_ms: u64,
     /// Largest request payload, bytes (bundle chunks: `bundle_chunk_max_bytes`).

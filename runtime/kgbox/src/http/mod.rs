@@ -16,6 +16,7 @@ use tower::limit::ConcurrencyLimitLayer;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::timeout::TimeoutLayer;
 
+pub(crate) mod access_log;
 pub mod admin;
 pub mod ask;
 mod console;
@@ -29,7 +30,7 @@ pub use query::diagnostic_error;
 
 use crate::config::{HttpConfig, QueryConfig};
 use crate::entity::{self, LookupError, Page};
-use crate::metrics::{gauge, resident_bytes, Metrics};
+use crate::metrics::{Metrics, Scrape};
 use crate::served::Served;
 
 pub struct AppState {
@@ -114,9 +115,15 @@ impl IntoResponse for ApiError {
                 error[k] = v;
             }
         }
-        (self.status, Json(json!({ "error": error }))).into_response()
+        let mut resp = (self.status, Json(json!({ "error": error }))).into_response();
+        resp.extensions_mut().insert(ErrorCode(self.code));
+        resp
     }
 }
+
+/// The error code of an error answer, for the metrics.
+#[derive(Debug, Clone, Copy)]
+pub struct ErrorCode(pub &'static str);
 
 impl From<LookupError> for ApiError {
     fn from(e: LookupError) -> Self {
@@ -191,6 +198,10 @@ pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
             record_metrics,
         ))
         .layer(ConcurrencyLimitLayer::new(cfg.max_concurrency))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            access_log::access_log,
+        ))
         .with_state(state)
 }
 
@@ -202,9 +213,10 @@ async fn record_metrics(State(state): State<Arc<AppState>>, req: Request, next: 
         .unwrap_or_else(|| "unmatched".into());
     let t = Instant::now();
     let resp = next.run(req).await;
+    let code = resp.extensions().get::<ErrorCode>().map(|c| c.0);
     state
         .metrics
-        .record(&route, resp.status().as_u16(), t.elapsed());
+        .record(&route, resp.status().as_u16(), code, t.elapsed());
     resp
 }
 
@@ -252,111 +264,21 @@ async fn v2_ready(State(state): State<Arc<AppState>>) -> Response {
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses((status = 200, description = "Metrics", content_type = "text/plain", body = String)))]
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
-    let mut out = String::new();
-    state.metrics.render(&mut out);
     let served = state.served();
     let m = served.bundle.manifest();
-    let source = served.bundle.source.label();
-    let version = m.version.to_string();
-    gauge(
-        &mut out,
-        "kgbox_bundle_info",
-        "The bundle being served.",
-        &[
-            ("name", &m.name),
-            ("version", &version),
-            ("source", &source),
-        ],
-        1.0,
-    );
-    gauge(
-        &mut out,
-        "kgbox_graph_entities",
-        "Entities in the served graph.",
-        &[],
-        m.stats.entities as f64,
-    );
-    gauge(
-        &mut out,
-        "kgbox_graph_relations",
-        "Relations in the served graph.",
-        &[],
-        m.stats.relations as f64,
-    );
-    gauge(
-        &mut out,
-        "kgbox_graph_triples",
-        "Triples in the served graph.",
-        &[],
-        m.stats.triples as f64,
-    );
-    gauge(
-        &mut out,
-        "kgbox_image_bytes",
-        "Size of the served image.",
-        &[],
-        served.bundle.image_len() as f64,
-    );
-    gauge(
-        &mut out,
-        "kgbox_startup_seconds",
-        "Process start to ready.",
-        &[],
-        state.startup_seconds,
-    );
-    gauge(
-        &mut out,
-        "kgbox_uptime_seconds",
-        "Seconds since start.",
-        &[],
-        state.started.elapsed().as_secs_f64(),
-    );
-    llm_metrics(&mut out, &served.qa.audit.stats());
-    served.qa.strategies.render(&mut out);
-    served.qa.plans.render(&mut out);
-    state.mqtt_stats.render(&mut out);
-    if let Some(rss) = resident_bytes() {
-        gauge(
-            &mut out,
-            "kgbox_process_resident_memory_bytes",
-            "Resident memory.",
-            &[],
-            rss as f64,
-        );
-    }
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
-}
-
-/// Outbound LLM calls by purpose (from the audit log's counters).
-fn llm_metrics(
-    out: &mut String,
-    stats: &std::collections::BTreeMap<String, kgbox_qa::llm::audit::CallStats>,
-) {
-    type Field = fn(&kgbox_qa::llm::audit::CallStats) -> u64;
-    let series: [(&str, &str, Field); 4] = [
-        ("kgbox_llm_calls_total", "LLM calls made.", |s| s.calls),
-        ("kgbox_llm_errors_total", "LLM calls that failed.", |s| {
-            s.errors
-        }),
-        (
-            "kgbox_llm_bytes_sent_total",
-            "Request bytes sent to the LLM.",
-            |s| s.bytes_sent,
-        ),
-        (
-            "kgbox_llm_bytes_received_total",
-            "Reply bytes received from the LLM.",
-            |s| s.bytes_received,
-        ),
-    ];
-    for (name, help, get) in series {
-        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} counter\n"));
-        if stats.is_empty() {
-            out.push_str(&format!("{name}{{purpose=\"plan\"}} 0\n"));
-        }
-        for (purpose, s) in stats {
-            out.push_str(&format!("{name}{{purpose=\"{purpose}\"}} {}\n", get(s)));
-        }
+    let llm = served.qa.audit.stats();
+    let scrape = Scrape {
+        bundle: (&m.name, m.version.to_string(), served.bundle.source.label()),
+        graph: (m.stats.entities, m.stats.relations, m.stats.triples),
+        image_bytes: served.bundle.image_len() as u64,
+        startup_seconds: state.startup_seconds,
+        llm: &llm,
+        mqtt: &state.mqtt_stats,
+    };
+    match state.metrics.render(&scrape) {
+        Ok(out) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response(),
+        Err(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "metrics_unavailable", e)
+            .into_response(),
     }
 }
 

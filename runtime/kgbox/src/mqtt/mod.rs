@@ -9,7 +9,7 @@ mod dedupe;
 mod publisher;
 mod requests;
 mod settings;
-mod stats;
+pub(crate) mod stats;
 mod status;
 mod tls;
 mod transfer;
@@ -18,6 +18,8 @@ mod transport_v5;
 
 use std::sync::Arc;
 use std::time::Duration;
+
+use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
 
 use tokio::sync::{mpsc, watch, Semaphore};
 
@@ -126,34 +128,40 @@ pub(crate) fn salvage<P>(
     }
 }
 
-/// Exponential reconnect backoff.
+/// Reconnect waits (backon's exponential backoff): doubling from the
+/// minimum up to the maximum, each with a random jitter of up to the wait
+/// itself added (so between the wait and twice it), so devices that lost
+/// the broker together do not reconnect in lockstep.
 #[derive(Debug)]
 struct Backoff {
-    min: Duration,
-    max: Duration,
-    next: Duration,
+    builder: ExponentialBuilder,
+    waits: ExponentialBackoff,
 }
 
 impl Backoff {
     fn new(min_ms: u64, max_ms: u64) -> Backoff {
         let min = Duration::from_millis(min_ms.max(1));
         let max = Duration::from_millis(max_ms).max(min);
+        let builder = ExponentialBuilder::new()
+            .with_min_delay(min)
+            .with_max_delay(max)
+            .with_jitter()
+            .without_max_times();
         Backoff {
-            min,
-            max,
-            next: min,
+            builder,
+            waits: builder.build(),
         }
     }
 
     fn reset(&mut self) {
-        self.next = self.min;
+        self.waits = self.builder.build();
     }
 
-    /// The wait before the next attempt; doubles up to the maximum.
+    /// The wait before the next attempt.
     fn next(&mut self) -> Duration {
-        let wait = self.next;
-        self.next = (self.next * 2).min(self.max);
-        wait
+        self.waits
+            .next()
+            .unwrap_or(self.builder.build().next().unwrap_or_default())
     }
 }
 
@@ -205,6 +213,7 @@ impl Core {
                 stats: ctx.stats.clone(),
                 permits: Arc::new(Semaphore::new(m.max_concurrency.max(1))),
                 max_request_bytes: m.max_request_bytes,
+                deployer: ctx.deployer.clone(),
             }),
             dedupe: Dedupe::new(m.dedupe_capacity),
             bundle,
@@ -363,11 +372,20 @@ mod tests {
     }
 
     #[test]
-    fn backoff_doubles_up_to_the_maximum_and_resets() {
-        let mut b = Backoff::new(100, 350);
-        let waits: Vec<u64> = (0..4).map(|_| b.next().as_millis() as u64).collect();
-        assert_eq!(waits, vec![100, 200, 350, 350]);
-        b.reset();
-        assert_eq!(b.next(), Duration::from_millis(100));
+    fn backoff_doubles_up_to_the_maximum_with_jitter_and_resets() {
+        // Over many devices: each wait lies in [base, 2 * base), the bases
+        // doubling from 100 ms to the 350 ms cap, and the waits differ.
+        let mut firsts = std::collections::BTreeSet::new();
+        for _ in 0..50 {
+            let mut b = Backoff::new(100, 350);
+            let waits: Vec<u128> = (0..5).map(|_| b.next().as_millis()).collect();
+            for (w, base) in waits.iter().zip([100, 200, 350, 350, 350]) {
+                assert!((base..2 * base).contains(w), "{waits:?}");
+            }
+            firsts.insert(waits[0]);
+            b.reset();
+            assert!((100..200).contains(&b.next().as_millis()));
+        }
+        assert!(firsts.len() > 10, "no jitter: {firsts:?}");
     }
 }

@@ -7,6 +7,8 @@ use bytes::Bytes;
 use rumqttc::v5::mqttbytes::v5::PublishProperties;
 use serde_json::json;
 
+use crate::request_id::RequestId;
+
 /// How long a publish may wait for room in the client's request queue.
 const ENQUEUE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -65,12 +67,14 @@ impl Publisher {
         }
     }
 
-    /// Publishes a reply: MQTT 5 carries the correlation data, content type
-    /// and status as properties; MQTT 3.1.1 wraps the body in an envelope.
+    /// Publishes a reply: MQTT 5 carries the correlation data, content type,
+    /// status and request id (user properties `status` and `request-id`) as
+    /// properties; MQTT 3.1.1 wraps the body in an envelope.
     pub(crate) async fn reply(
         &self,
         topic: &str,
         correlation: Option<&Bytes>,
+        request_id: &RequestId,
         status: u16,
         body: Bytes,
     ) -> Result<(), PublishError> {
@@ -79,13 +83,16 @@ impl Publisher {
                 let props = PublishProperties {
                     correlation_data: correlation.cloned(),
                     content_type: Some("application/json".into()),
-                    user_properties: vec![("status".into(), status.to_string())],
+                    user_properties: vec![
+                        ("status".into(), status.to_string()),
+                        ("request-id".into(), request_id.to_string()),
+                    ],
                     ..Default::default()
                 };
                 bounded(c.publish_with_properties(topic, v5_qos(), false, body, props)).await
             }
             Publisher::V311(c) => {
-                let payload = envelope_reply(correlation, status, &body);
+                let payload = envelope_reply(correlation, request_id, status, &body);
                 bounded(c.publish(topic, rumqttc::QoS::AtLeastOnce, false, payload)).await
             }
         }
@@ -100,14 +107,25 @@ impl Publisher {
     }
 }
 
-/// The MQTT 3.1.1 reply: `{"correlation_id": ..., "status": 200, "body": {...}}`.
-pub(crate) fn envelope_reply(correlation: Option<&Bytes>, status: u16, body: &[u8]) -> Vec<u8> {
+/// The MQTT 3.1.1 reply:
+/// `{"correlation_id": ..., "request_id": ..., "status": 200, "body": {...}}`.
+pub(crate) fn envelope_reply(
+    correlation: Option<&Bytes>,
+    request_id: &RequestId,
+    status: u16,
+    body: &[u8],
+) -> Vec<u8> {
     let correlation_id = correlation.map(|c| String::from_utf8_lossy(c).into_owned());
     let body: serde_json::Value = serde_json::from_slice(body)
         .unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(body).into_owned()));
-    json!({"correlation_id": correlation_id, "status": status, "body": body})
-        .to_string()
-        .into_bytes()
+    json!({
+        "correlation_id": correlation_id,
+        "request_id": request_id.as_str(),
+        "status": status,
+        "body": body,
+    })
+    .to_string()
+    .into_bytes()
 }
 
 #[cfg(test)]
@@ -117,13 +135,14 @@ mod tests {
     #[test]
     fn envelope_reply_embeds_the_body() {
         let c = Bytes::from_static(b"abc");
-        let out = envelope_reply(Some(&c), 200, br#"{"answers":[]}"#);
+        let id = RequestId::generate();
+        let out = envelope_reply(Some(&c), &id, 200, br#"{"answers":[]}"#);
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap_or_default();
         assert_eq!(
             v,
-            json!({"correlation_id": "abc", "status": 200, "body": {"answers": []}})
+            json!({"correlation_id": "abc", "request_id": id.as_str(), "status": 200, "body": {"answers": []}})
         );
-        let out = envelope_reply(None, 500, b"not json");
+        let out = envelope_reply(None, &id, 500, b"not json");
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap_or_default();
         assert_eq!(v["correlation_id"], serde_json::Value::Null);
         assert_eq!(v["body"], "not json");

@@ -1,7 +1,13 @@
 //! Requests over MQTT: run through the HTTP router in-process, answered on
 //! the response topic. Also the MQTT 3.1.1 request envelope.
+//!
+//! Each request gets a request id (a new one: the correlation data is the
+//! requester's, not an id of ours), carried in the reply (a `request_id`
+//! field of the JSON body, and see [`Publisher::reply`]) and in its
+//! access-log line (route `mqtt ask` or `mqtt query`).
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
@@ -9,9 +15,13 @@ use bytes::Bytes;
 use serde_json::json;
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
+use tracing::Instrument;
 
 use super::publisher::Publisher;
 use super::stats::{MqttStats, Outcome};
+use crate::deploy::Deployer;
+use crate::http::access_log::{self, InProcess, REQUEST_ID};
+use crate::request_id::RequestId;
 
 /// Largest response body collected from the router.
 const MAX_REPLY_BYTES: usize = 64 << 20;
@@ -69,6 +79,8 @@ pub(crate) struct Answerer {
     pub stats: Arc<MqttStats>,
     pub permits: Arc<Semaphore>,
     pub max_request_bytes: usize,
+    /// The served bundle's version goes into each access-log line.
+    pub deployer: Arc<Deployer>,
 }
 
 /// One request to answer.
@@ -80,15 +92,29 @@ pub(crate) struct Job {
 }
 
 impl Answerer {
-    /// Answers `job` (at most `max_concurrency` at once) and publishes the reply.
+    /// Answers `job` (at most `max_concurrency` at once), publishes the
+    /// reply and logs the access line.
     pub(crate) async fn answer(self: Arc<Self>, job: Job) {
-        let Ok(_permit) = self.permits.clone().acquire_owned().await else {
+        let started = Instant::now();
+        let id = RequestId::generate();
+        let span = tracing::info_span!("request", request_id = %id);
+        let Some(status) = self.answer_as(&job, &id).instrument(span).await else {
             return;
         };
-        let (status, body) = self.response(&job).await;
+        let version = self.deployer.served().bundle.manifest().version.to_string();
+        let route = format!("mqtt {}", job.kind.level());
+        access_log::emit("MQTT", &route, status, started.elapsed(), &id, &version);
+    }
+
+    /// The reply's status; `None` when the request was not run (shutting down).
+    async fn answer_as(&self, job: &Job, id: &RequestId) -> Option<u16> {
+        let Ok(_permit) = self.permits.clone().acquire_owned().await else {
+            return None;
+        };
+        let (status, body) = self.response(job, id).await;
         let result = self
             .publisher
-            .reply(&job.reply_to, job.correlation.as_ref(), status, body)
+            .reply(&job.reply_to, job.correlation.as_ref(), id, status, body)
             .await;
         match result {
             Ok(()) => self.stats.reply(true),
@@ -97,18 +123,20 @@ impl Answerer {
                 self.stats.reply(false);
             }
         }
+        Some(status)
     }
 
-    async fn response(&self, job: &Job) -> (u16, Bytes) {
+    async fn response(&self, job: &Job, id: &RequestId) -> (u16, Bytes) {
         let checked = precheck(&job.payload, self.max_request_bytes);
         self.stats.request(match &checked {
             Err((413, _)) => Outcome::TooLarge,
             _ => Outcome::Answered,
         });
-        match checked {
-            Ok(()) => call(&self.router, job.kind, job.payload.clone()).await,
+        let (status, body) = match checked {
+            Ok(()) => call(&self.router, job.kind, job.payload.clone(), id).await,
             Err(refused) => refused,
-        }
+        };
+        (status, with_request_id(body, id))
     }
 }
 
@@ -130,9 +158,9 @@ fn precheck(payload: &[u8], max_request_bytes: usize) -> Result<(), (u16, Bytes)
 
 /// One request answered as the MQTT front end answers it, without a
 /// broker: a 3.1.1 payload (`v311`) is unwrapped from its envelope, then
-/// checked and run through `router`. Gives the reply's status and body and
-/// the response topic it would go to (`None`: the request is dropped).
-/// For the fuzz harness.
+/// checked and run through `router`. Gives the reply's status and body
+/// (with its `request_id`) and the response topic it would go to (`None`:
+/// the request is dropped). For the fuzz harness.
 #[doc(hidden)]
 pub async fn answer_payload(
     router: &axum::Router,
@@ -150,19 +178,27 @@ pub async fn answer_payload(
     if v311 {
         unwrap_envelope(&mut msg);
     }
+    let id = RequestId::generate();
     let (status, body) = match precheck(&msg.payload, max_request_bytes) {
-        Ok(()) => call(router, kind, msg.payload).await,
+        Ok(()) => call(router, kind, msg.payload, &id).await,
         Err(refused) => refused,
     };
-    (status, body, msg.response_topic)
+    (status, with_request_id(body, &id), msg.response_topic)
 }
 
 /// Runs one request through the router: (status, JSON body).
-pub(crate) async fn call(router: &axum::Router, kind: Kind, payload: Bytes) -> (u16, Bytes) {
+pub(crate) async fn call(
+    router: &axum::Router,
+    kind: Kind,
+    payload: Bytes,
+    id: &RequestId,
+) -> (u16, Bytes) {
     let req = Request::builder()
         .method(Method::POST)
         .uri(kind.http_path())
         .header(header::CONTENT_TYPE, "application/json")
+        .header(REQUEST_ID, id.as_str())
+        .extension(InProcess)
         .body(Body::from(payload));
     let req = match req {
         Ok(r) => r,
@@ -181,6 +217,29 @@ pub(crate) async fn call(router: &axum::Router, kind: Kind, payload: Bytes) -> (
         }
     };
     (status.as_u16(), json_body(status, body))
+}
+
+/// `body` (JSON) with `"request_id": ID` first in it when it is an object;
+/// anything else as it is. The rest of the text is kept byte for byte.
+pub(crate) fn with_request_id(body: Bytes, id: &RequestId) -> Bytes {
+    let is_space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    let Some(open) = body.iter().position(|b| !is_space(b)) else {
+        return body;
+    };
+    if body[open] != b'{' {
+        return body;
+    }
+    let rest = &body[open + 1..];
+    let empty = rest.iter().find(|b| !is_space(b)) == Some(&b'}');
+    let field = format!("\"request_id\":{}", json!(id.as_str()));
+    let mut out = Vec::with_capacity(body.len() + field.len() + 2);
+    out.extend_from_slice(&body[..=open]);
+    out.extend_from_slice(field.as_bytes());
+    if !empty {
+        out.push(b',');
+    }
+    out.extend_from_slice(rest);
+    Bytes::from(out)
 }
 
 /// Gives bodies that are not JSON (a timeout's empty body) the error envelope.
@@ -253,6 +312,49 @@ mod tests {
             m.response_topic = Some("stale".into());
             unwrap_envelope(&mut m);
             assert_eq!(m.response_topic, None, "{payload:?}");
+        }
+    }
+
+    #[test]
+    fn the_request_id_goes_first_into_object_bodies() {
+        let id = RequestId::from_client(b"r-1").unwrap_or_else(RequestId::generate);
+        let cases: [(&[u8], &[u8]); 6] = [
+            (
+                br#"{"answers": [], "total": 0}"#,
+                br#"{"request_id":"r-1","answers": [], "total": 0}"#,
+            ),
+            (b"{}", br#"{"request_id":"r-1"}"#),
+            (b" \n{ \t}\n", b" \n{\"request_id\":\"r-1\" \t}\n"),
+            (br#"[1, 2]"#, br#"[1, 2]"#),
+            (br#""text""#, br#""text""#),
+            (b"", b""),
+        ];
+        for (body, want) in cases {
+            let got = with_request_id(Bytes::copy_from_slice(body), &id);
+            assert_eq!(
+                got,
+                Bytes::copy_from_slice(want),
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
+        let v: serde_json::Value =
+            serde_json::from_slice(&with_request_id(error_body("x", "y"), &id)).unwrap_or_default();
+        assert_eq!(v["request_id"], "r-1");
+        assert_eq!(v["error"]["code"], "x");
+    }
+
+    #[tokio::test]
+    async fn payloads_answered_without_a_broker_carry_a_request_id() {
+        let router = axum::Router::new();
+        for v311 in [false, true] {
+            let (status, body, _) =
+                answer_payload(&router, Kind::Ask, Bytes::from_static(&[0xff]), v311, 1024).await;
+            // Not UTF-8 (5), or (3.1.1) no envelope: an empty body for a router without routes.
+            assert_eq!(status, if v311 { 404 } else { 400 });
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let id = v["request_id"].as_str().unwrap_or_default();
+            assert_eq!(id.len(), 32, "{v}");
         }
     }
 

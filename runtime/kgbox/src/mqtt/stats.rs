@@ -1,7 +1,10 @@
-//! The MQTT front end's counters, rendered into `/metrics`.
+//! The MQTT front end's counters, copied into `/metrics` at each scrape.
 
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use metrics::Label;
+
+use crate::metrics::Totals;
 
 /// Counters for `/metrics` (all zero when MQTT is off).
 #[derive(Debug, Default)]
@@ -64,73 +67,82 @@ impl MqttStats {
         self.connected.load(Ordering::Relaxed) == 1
     }
 
-    /// Appends the `kgbox_mqtt_*` series.
-    pub fn render(&self, out: &mut String) {
+    /// Copies the counters into the `kgbox_mqtt_*` series (at a scrape).
+    pub(crate) fn copy_into(&self, totals: &Totals) {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let _ = writeln!(
-            out,
-            "# HELP kgbox_mqtt_requests_total MQTT requests by outcome.\n\
-             # TYPE kgbox_mqtt_requests_total counter"
-        );
         for (outcome, c) in [
             ("answered", &self.answered),
             ("duplicate", &self.duplicate),
             ("no_response_topic", &self.no_response_topic),
             ("too_large", &self.too_large),
         ] {
-            let _ = writeln!(
-                out,
-                "kgbox_mqtt_requests_total{{outcome=\"{outcome}\"}} {}",
-                get(c)
+            totals.sync(
+                "kgbox_mqtt_requests_total",
+                vec![Label::new("outcome", outcome)],
+                get(c),
             );
         }
-        let _ = writeln!(
-            out,
-            "# HELP kgbox_mqtt_replies_total MQTT replies handed to the client (sent) or not (failed).\n\
-             # TYPE kgbox_mqtt_replies_total counter"
-        );
         for (outcome, c) in [
             ("sent", &self.replies_sent),
             ("failed", &self.replies_failed),
         ] {
-            let _ = writeln!(
-                out,
-                "kgbox_mqtt_replies_total{{outcome=\"{outcome}\"}} {}",
-                get(c)
+            totals.sync(
+                "kgbox_mqtt_replies_total",
+                vec![Label::new("outcome", outcome)],
+                get(c),
             );
         }
-        let _ = writeln!(
-            out,
-            "# HELP kgbox_mqtt_connects_total Connections to the MQTT broker.\n\
-             # TYPE kgbox_mqtt_connects_total counter\n\
-             kgbox_mqtt_connects_total {}",
-            get(&self.connects)
-        );
-        let _ = writeln!(
-            out,
-            "# HELP kgbox_mqtt_connected 1 while connected to the MQTT broker.\n\
-             # TYPE kgbox_mqtt_connected gauge\n\
-             kgbox_mqtt_connected {}",
-            get(&self.connected)
-        );
+        totals.sync("kgbox_mqtt_connects_total", Vec::new(), get(&self.connects));
+        metrics::gauge!("kgbox_mqtt_connected").set(get(&self.connected) as f64);
     }
+}
+
+/// HELP texts of the `kgbox_mqtt_*` series.
+pub(crate) fn describe() {
+    use metrics::{describe_counter, describe_gauge};
+    describe_counter!("kgbox_mqtt_requests_total", "MQTT requests by outcome.");
+    describe_counter!(
+        "kgbox_mqtt_replies_total",
+        "MQTT replies handed to the client (sent) or not (failed)."
+    );
+    describe_counter!(
+        "kgbox_mqtt_connects_total",
+        "Connections to the MQTT broker."
+    );
+    describe_gauge!(
+        "kgbox_mqtt_connected",
+        "1 while connected to the MQTT broker."
+    );
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use metrics_exporter_prometheus::PrometheusBuilder;
+
+    fn scrape(s: &MqttStats, totals: &Totals) -> String {
+        let recorder = PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        metrics::with_local_recorder(&recorder, || {
+            describe();
+            s.copy_into(totals);
+        });
+        handle.render()
+    }
 
     #[test]
-    fn renders_every_series() {
+    fn copies_every_series() {
         let s = MqttStats::default();
         s.request(Outcome::Answered);
         s.request(Outcome::Answered);
         s.request(Outcome::Duplicate);
         s.reply(false);
         s.set_connected(true);
-        let mut out = String::new();
-        s.render(&mut out);
-        assert!(out.contains("kgbox_mqtt_requests_total{outcome=\"answered\"} 2\n"));
+        let out = scrape(&s, &Totals::default());
+        assert!(
+            out.contains("kgbox_mqtt_requests_total{outcome=\"answered\"} 2\n"),
+            "{out}"
+        );
         assert!(out.contains("kgbox_mqtt_requests_total{outcome=\"duplicate\"} 1\n"));
         assert!(out.contains("kgbox_mqtt_requests_total{outcome=\"too_large\"} 0\n"));
         assert!(out.contains("kgbox_mqtt_replies_total{outcome=\"failed\"} 1\n"));
@@ -138,9 +150,8 @@ mod tests {
         assert!(out.contains("kgbox_mqtt_connected 1\n"));
         assert!(out.contains("# TYPE kgbox_mqtt_connected gauge\n"));
         s.set_connected(false);
-        let mut out = String::new();
-        s.render(&mut out);
-        assert!(out.contains("kgbox_mqtt_connected 0\n"));
+        let out = scrape(&s, &Totals::default());
+        assert!(out.contains("kgbox_mqtt_connected 0\n"), "{out}");
         assert!(out.contains("kgbox_mqtt_connects_total 1\n"));
     }
 }

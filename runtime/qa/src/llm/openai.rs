@@ -9,7 +9,7 @@
 //! `{"type": "json_object", "schema": ...}` instead, for that call and
 //! every later one.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -259,8 +259,10 @@ impl ChatBackend for OpenAiClient {
     }
 }
 
-/// One HTTP/1.1 POST over a unix socket (`Connection: close`); the status
-/// and the body (plain or chunked).
+/// One HTTP/1.1 POST over a unix socket with hyper's client: the status and
+/// the body (at most [`MAX_REPLY_BYTES`]). It runs on a thread of its own
+/// with a current-thread runtime, so it works from any caller (a plain
+/// thread or one of the server's blocking tasks).
 fn unix_post(
     socket: &std::path::Path,
     path: &str,
@@ -268,88 +270,176 @@ fn unix_post(
     timeout: Duration,
     api_key: Option<&str>,
 ) -> Result<(u16, Vec<u8>), String> {
-    let mut stream = std::os::unix::net::UnixStream::connect(socket)
-        .map_err(|e| format!("connecting to {}: {e}", socket.display()))?;
-    stream
-        .set_read_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    stream
-        .set_write_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    let auth = api_key
-        .map(|k| format!("Authorization: Bearer {k}\r\n"))
-        .unwrap_or_default();
-    let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{auth}Connection: close\r\n\r\n",
-        body.len()
-    );
-    stream
-        .write_all(head.as_bytes())
-        .and_then(|()| stream.write_all(body))
-        .map_err(|e| format!("sending: {e}"))?;
-    let mut raw = Vec::new();
-    (&stream)
-        .take(MAX_REPLY_BYTES + 64 * 1024)
-        .read_to_end(&mut raw)
-        .map_err(|e| format!("reading: {e}"))?;
-    parse_response(&raw)
+    let mut request = hyper::Request::post(path)
+        .header(hyper::header::HOST, "localhost")
+        .header(hyper::header::CONTENT_TYPE, "application/json");
+    if let Some(k) = api_key {
+        request = request.header(hyper::header::AUTHORIZATION, format!("Bearer {k}"));
+    }
+    let request = request
+        .body(http_body_util::Full::new(bytes::Bytes::copy_from_slice(
+            body,
+        )))
+        .map_err(|e| format!("building the request: {e}"))?;
+    let socket = socket.to_path_buf();
+    std::thread::scope(|scope| {
+        scope
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_io()
+                    .enable_time()
+                    .build()
+                    .map_err(|e| format!("starting the client runtime: {e}"))?;
+                runtime.block_on(async {
+                    tokio::time::timeout(timeout, exchange(&socket, request))
+                        .await
+                        .map_err(|_| format!("no reply within {} ms", timeout.as_millis()))?
+                })
+            })
+            .join()
+            .map_err(|_| "the unix socket client panicked".to_string())?
+    })
 }
 
-/// Splits a raw HTTP/1.1 response into status and body.
-fn parse_response(raw: &[u8]) -> Result<(u16, Vec<u8>), String> {
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or("the reply has no header end")?;
-    let head = String::from_utf8_lossy(&raw[..split]);
-    let body = &raw[split + 4..];
-    let status: u16 = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or("the reply has no status")?;
-    let chunked = head.lines().any(|l| {
-        let l = l.to_ascii_lowercase();
-        l.starts_with("transfer-encoding:") && l.contains("chunked")
-    });
-    if !chunked {
-        return Ok((status, body.to_vec()));
-    }
-    let mut out = Vec::new();
-    let mut rest = body;
-    loop {
-        let eol = rest
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .ok_or("a chunk has no size line")?;
-        let size_text = String::from_utf8_lossy(&rest[..eol]);
-        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
-            .map_err(|_| format!("bad chunk size {size_text:?}"))?;
-        rest = &rest[eol + 2..];
-        if size == 0 {
-            return Ok((status, out));
-        }
-        let chunk = rest.get(..size).ok_or("a chunk is cut short")?;
-        out.extend_from_slice(chunk);
-        rest = rest.get(size + 2..).unwrap_or(&[]);
-    }
+async fn exchange(
+    socket: &std::path::Path,
+    request: hyper::Request<http_body_util::Full<bytes::Bytes>>,
+) -> Result<(u16, Vec<u8>), String> {
+    use http_body_util::BodyExt as _;
+    let stream = tokio::net::UnixStream::connect(socket)
+        .await
+        .map_err(|e| format!("connecting to {}: {e}", socket.display()))?;
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .map_err(|e| format!("HTTP handshake: {e}"))?;
+    let driver = tokio::spawn(connection);
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| format!("sending: {e}"))?;
+    let status = response.status().as_u16();
+    let limit = usize::try_from(MAX_REPLY_BYTES).unwrap_or(usize::MAX);
+    let body = http_body_util::Limited::new(response.into_body(), limit)
+        .collect()
+        .await
+        .map_err(|e| format!("reading the reply: {e}"))?
+        .to_bytes()
+        .to_vec();
+    driver.abort();
+    Ok((status, body))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A one-connection HTTP/1.1 server on a unix socket that answers the
+    /// first request with `reply` (raw bytes); the request it read.
+    fn serve_once(
+        reply: &'static [u8],
+    ) -> (
+        tempfile::TempDir,
+        std::path::PathBuf,
+        std::thread::JoinHandle<String>,
+    ) {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("llm.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        let server = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().expect("accept");
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 4096];
+            // The head, then the Content-Length body.
+            loop {
+                let n = conn.read(&mut buf).expect("read");
+                seen.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&seen).to_string();
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let len: usize = text
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse().unwrap_or(0))
+                        })
+                        .unwrap_or(0);
+                    if seen.len() >= end + 4 + len || n == 0 {
+                        break;
+                    }
+                }
+            }
+            conn.write_all(reply).expect("write");
+            String::from_utf8_lossy(&seen).into_owned()
+        });
+        (dir, path, server)
+    }
+
     #[test]
-    fn parses_plain_and_chunked_replies() {
-        let plain = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
-        assert_eq!(parse_response(plain), Ok((200, b"{}".to_vec())));
-        let chunked =
-            b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=1\r\nde\r\n0\r\n\r\n";
-        assert_eq!(parse_response(chunked), Ok((201, b"abcde".to_vec())));
-        assert!(parse_response(b"garbage").is_err());
-        assert!(
-            parse_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n").is_err()
+    fn posts_over_a_unix_socket_and_reads_a_chunked_reply() {
+        let (_dir, path, server) = serve_once(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{\"a\r\n5;x=1\r\n\": 1}\r\n0\r\n\r\n",
         );
+        let got = unix_post(
+            &path,
+            "/v1/chat/completions",
+            b"{\"q\": 1}",
+            Duration::from_secs(5),
+            Some("k1"),
+        );
+        assert_eq!(got, Ok((200, br#"{"a": 1}"#.to_vec())));
+        let request = server.join().expect("server");
+        assert!(
+            request.starts_with("POST /v1/chat/completions HTTP/1.1\r\n"),
+            "{request}"
+        );
+        let lower = request.to_ascii_lowercase();
+        assert!(lower.contains("authorization: bearer k1\r\n"), "{request}");
+        assert!(
+            lower.contains("content-type: application/json\r\n"),
+            "{request}"
+        );
+        assert!(request.ends_with("{\"q\": 1}"), "{request}");
+    }
+
+    #[test]
+    fn unix_socket_errors_name_the_problem() {
+        let (_dir, path, server) =
+            serve_once(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy");
+        let got = unix_post(
+            &path,
+            "/v1/chat/completions",
+            b"{}",
+            Duration::from_secs(5),
+            None,
+        );
+        assert_eq!(got, Ok((503, b"busy".to_vec())));
+        server.join().expect("server");
+        // Not HTTP at all.
+        let (_dir, path, server) = serve_once(b"garbage\r\n\r\n");
+        let e = unix_post(&path, "/", b"{}", Duration::from_secs(5), None).expect_err("not HTTP");
+        assert!(e.contains("sending"), "{e}");
+        server.join().expect("server");
+        // Nobody there.
+        let e = unix_post(
+            std::path::Path::new("/nonexistent/llm.sock"),
+            "/",
+            b"{}",
+            Duration::from_secs(1),
+            None,
+        )
+        .expect_err("no socket");
+        assert!(e.contains("connecting to /nonexistent/llm.sock"), "{e}");
+    }
+
+    #[test]
+    fn a_silent_unix_socket_server_times_out() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("silent.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        let e = unix_post(&path, "/", b"{}", Duration::from_millis(300), None).expect_err("silent");
+        assert!(e.contains("no reply within 300 ms"), "{e}");
     }
 
     #[test]

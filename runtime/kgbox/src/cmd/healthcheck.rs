@@ -1,0 +1,64 @@
+//! `kgbox healthcheck`: asks the running server whether it is ready, for a
+//! container `HEALTHCHECK` or a script. Exit code 0 when `GET /readyz`
+//! answers 200, 1 otherwise (not running, not ready, too slow).
+
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use kgbox::Config;
+
+/// `kgbox healthcheck`.
+#[derive(Debug, clap::Args)]
+pub struct HealthcheckArgs {
+    /// The server's base URL; default: http:// and the config's http.listen
+    /// (a wildcard address is asked on loopback).
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Give up after this many milliseconds.
+    #[arg(long, default_value_t = 3000)]
+    pub timeout_ms: u64,
+}
+
+pub fn run(cfg: &Config, args: &HealthcheckArgs) -> Result<()> {
+    let base = match &args.url {
+        Some(u) => u.trim_end_matches('/').to_string(),
+        None => format!("http://{}", loopback(&cfg.http.listen)),
+    };
+    let url = format!("{base}/readyz");
+    match ureq::get(&url)
+        .timeout(Duration::from_millis(args.timeout_ms))
+        .call()
+    {
+        Ok(r) if r.status() == 200 => {
+            println!("ready: {url}");
+            Ok(())
+        }
+        Ok(r) => bail!("not ready: {url} answered {}", r.status()),
+        Err(ureq::Error::Status(code, _)) => bail!("not ready: {url} answered {code}"),
+        Err(e) => bail!("not ready: {url}: {e}"),
+    }
+}
+
+/// `listen` with a wildcard host replaced by the loopback address.
+fn loopback(listen: &str) -> String {
+    if let Some(port) = listen.strip_prefix("0.0.0.0:") {
+        format!("127.0.0.1:{port}")
+    } else if let Some(port) = listen.strip_prefix("[::]:") {
+        format!("[::1]:{port}")
+    } else {
+        listen.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loopback;
+
+    #[test]
+    fn wildcards_are_asked_on_loopback() {
+        assert_eq!(loopback("0.0.0.0:8080"), "127.0.0.1:8080");
+        assert_eq!(loopback("[::]:9000"), "[::1]:9000");
+        assert_eq!(loopback("127.0.0.1:8080"), "127.0.0.1:8080");
+        assert_eq!(loopback("device.local:80"), "device.local:80");
+    }
+}

@@ -1,0 +1,170 @@
+//! The Python client package (`clients/python`, module `kgbox_client`)
+//! against real devices: its pytest suite (`clients/python/tests`) runs
+//! against a `kgbox serve` of the built-in demo bundle answering over HTTP
+//! and over MQTT 5 through a real mosquitto (in a shared-subscription group),
+//! and a second device behind a TLS-only broker. Every test must run and
+//! pass: the suite is told to fail, not skip, what lacks its settings, and
+//! the summary must count exactly the expected tests, so it cannot pass
+//! vacuously.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kgbox_testkit::clients::require_python_modules;
+use kgbox_testkit::mosquitto::{wait_status, wait_until, Mosquitto, TestPki};
+use kgbox_testkit::*;
+
+/// The tests in `clients/python/tests`; update it when adding one.
+const EXPECTED_PASSED: usize = 34;
+/// Generous: CI machines are small and busy.
+const T: Duration = Duration::from_secs(30);
+const SUITE_LIMIT: Duration = Duration::from_secs(600);
+/// From the repository root; no cache written into the tree.
+const PYTEST_ARGS: [&str; 6] = [
+    "-m",
+    "pytest",
+    "-q",
+    "-p",
+    "no:cacheprovider",
+    "clients/python/tests",
+];
+
+/// `kgbox serve` of the demo with its `[mqtt]` settings given as
+/// `KGBOX_MQTT__*` variables (the configuration's environment layer).
+fn serve_over_mqtt(device: &Device, broker: &str, id: &str, extra: &[(&str, &str)]) -> Server {
+    let mut env = vec![
+        ("KGBOX_MQTT__ENABLED", "true"),
+        ("KGBOX_MQTT__BROKER", broker),
+        ("KGBOX_MQTT__DEVICE_ID", id),
+        ("KGBOX_MQTT__RECONNECT_MIN_MS", "100"),
+        ("KGBOX_MQTT__RECONNECT_MAX_MS", "1000"),
+    ];
+    env.extend_from_slice(extra);
+    device.serve_with_env(&env)
+}
+
+/// Runs `python3 -m pytest` on the suite with `env`, killed after
+/// `SUITE_LIMIT`: (exit code, stdout and stderr).
+fn run_suite(env: &[(String, String)]) -> (Option<i32>, String) {
+    let root = repo_root();
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("pytest.out");
+    let out = std::fs::File::create(&out_path).unwrap();
+    let err = out.try_clone().unwrap();
+    let mut cmd = Command::new("python3");
+    cmd.args(PYTEST_ARGS)
+        .current_dir(&root)
+        .env("PYTHONPATH", root.join("clients/python/src"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        // The suite needs no plugin; installed ones (hypothesis, schemathesis) stay out.
+        .env("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("no_proxy", "127.0.0.1,localhost");
+    for var in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ] {
+        cmd.env_remove(var);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .unwrap_or_else(|e| panic!("python3 cannot be started ({e}): run scripts/setup.sh"));
+    let deadline = Instant::now() + SUITE_LIMIT;
+    let code = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status.code(),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    (code, std::fs::read_to_string(&out_path).unwrap_or_default())
+}
+
+#[test]
+fn python_client_suite_passes_against_live_devices() {
+    // Never skipped: a missing python3 or package fails, naming scripts/setup.sh.
+    require_python_modules(&["pytest", "paho.mqtt.client"]);
+
+    let broker = Mosquitto::start();
+    let device = Device::new(&[], "");
+    let server = serve_over_mqtt(
+        &device,
+        &broker.url(),
+        "edge-py",
+        &[("KGBOX_MQTT__GROUP", "py-clients")],
+    );
+    let status = wait_status(broker.port, "edge-py", T, |v| v["online"] == true);
+    assert_eq!(status["bundle"]["name"], "demo-movies", "{status}");
+
+    let pki = TestPki::new();
+    let tls_broker = Mosquitto::start_tls(&pki);
+    let tls_device = Device::new(&[], "");
+    let ca = pki.ca.display().to_string();
+    let tls_server = serve_over_mqtt(
+        &tls_device,
+        &format!("mqtts://127.0.0.1:{}", tls_broker.port),
+        "edge-py-tls",
+        &[("KGBOX_MQTT__CA_FILE", &ca)],
+    );
+    wait_until(T, "the TLS device to connect", || {
+        tls_server.metric("kgbox_mqtt_connected") == 1
+    });
+
+    let var = |name: &str, value: String| (format!("KGBOXCLIENT_TEST_{name}"), value);
+    let env = [
+        var("URL", format!("http://127.0.0.1:{}", server.port)),
+        var("MQTT_HOST", "127.0.0.1".into()),
+        var("MQTT_PORT", broker.port.to_string()),
+        var("DEVICE", "edge-py".into()),
+        var("GROUP", "1".into()),
+        var("MQTTS_PORT", tls_broker.port.to_string()),
+        var("MQTTS_CA", ca.clone()),
+        var("MQTTS_DEVICE", "edge-py-tls".into()),
+        var("REQUIRE", "1".into()),
+    ];
+    let (code, output) = run_suite(&env);
+    assert_eq!(
+        code,
+        Some(0),
+        "pytest clients/python/tests failed (None: killed after {SUITE_LIMIT:?}):\n{output}\n\
+         device log:\n{}\nTLS device log:\n{}\nbroker log:\n{}",
+        server.log(),
+        tls_server.log(),
+        broker.log()
+    );
+    // `N passed in 1.23s`: nothing skipped, failed or deselected, and all of them ran.
+    let summary = output
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default();
+    assert!(
+        summary.starts_with(&format!("{EXPECTED_PASSED} passed in ")),
+        "expected exactly {EXPECTED_PASSED} passed tests and nothing else; summary: {summary:?}\n{output}"
+    );
+
+    // The MQTT tests went through the device's MQTT front end, and some
+    // of them got error replies: all were answered and sent.
+    let answered = server.metric("kgbox_mqtt_requests_total{outcome=\"answered\"}");
+    assert!(answered >= 60, "{answered} MQTT requests answered");
+    assert_eq!(
+        server.metric("kgbox_mqtt_replies_total{outcome=\"failed\"}"),
+        0
+    );
+    assert!(tls_server.metric("kgbox_mqtt_requests_total{outcome=\"answered\"}") >= 2);
+}
