@@ -39,7 +39,9 @@ build() { # TSV VERSION OUT
     --key "$work/bench.key" -o "$3" >/dev/null
 }
 
-# Median wall time (ms) of RUNS installs of $2 into a fresh device that runs $1.
+# Median wall time (ms) of RUNS installs of $2 into a fresh device that runs $1:
+# the nearest-rank p50 of every bench (line ceil(RUNS / 2) of the sorted times,
+# the lower middle one for an even RUNS; benches/src/quantile.rs).
 install_ms() { # BASE FILE
   local times=() i dir t0 t1
   for ((i = 0; i < RUNS; i++)); do

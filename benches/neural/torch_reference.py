@@ -64,11 +64,16 @@ def sample_evenly(items, n):
     return [x for i, x in enumerate(items) if (i * n) % ln < n]
 
 
-def quantile(sorted_vals, q):
-    """Nearest rank, as kgbox's eval."""
+def percentile(sorted_vals, p):
+    """The p-th percentile (p in percent) of ascending values by kgbox's rule.
+
+    Nearest rank, as kgbox_protocol::stats::percentile (behind `kgbox eval
+    queries`, whose p50 bench.sh divides by this one): the value at 1-based
+    rank ceil(p * n / 100), clamped to 1..n; 0.0 for no values.
+    """
     if not sorted_vals:
         return 0.0
-    rank = min(max(math.ceil(q * len(sorted_vals)), 1), len(sorted_vals))
+    rank = min(max(math.ceil(p * len(sorted_vals) / 100.0), 1), len(sorted_vals))
     return sorted_vals[rank - 1]
 
 
@@ -216,8 +221,8 @@ def main():
     latencies.sort()
     n = max(len(gold), 1)
     print(json.dumps({
-        "p50_ms": quantile(latencies, 0.50),
-        "p95_ms": quantile(latencies, 0.95),
+        "p50_ms": percentile(latencies, 50),
+        "p95_ms": percentile(latencies, 95),
         "hits_at_1": hits / n,
         "n": len(gold),
         "errors": errors,

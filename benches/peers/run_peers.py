@@ -267,7 +267,15 @@ class OxigraphEngine:
 
 
 def pct(sorted_vals: list[float], p: float) -> float:
-    """Nearest rank, as kgbox's (kgbox_protocol::stats::percentile): rank ceil(p/100*n)."""
+    """The p-th percentile (p in percent) of ascending values by kgbox's rule.
+
+    Nearest rank, as kgbox_protocol::stats::percentile (behind `kgbox eval
+    queries`, whose figures this script sets beside the peers'): the value at
+    1-based rank ceil(p * n / 100), clamped to 1..n; always a measured value,
+    the median of an even count the lower middle one (not statistics.median's
+    mean of the two). Every percentile of this script, the p50 included,
+    comes from here; NaN for no values.
+    """
     if not sorted_vals:
         return float("nan")
     k = min(max(math.ceil(p * len(sorted_vals) / 100.0), 1), len(sorted_vals)) - 1

@@ -1,7 +1,9 @@
 //! Code shared by the benchmark binaries `kgbox-perf` and `kgbox-load`:
 //! child processes and resident memory ([`proc`]), a one-shot HTTP client
 //! and readiness polling ([`http`]), packing and installing a bundle
-//! ([`measure`]), and a keep-alive HTTP/1.1 client for load ([`keepalive`]).
+//! ([`measure`]), a keep-alive HTTP/1.1 client for load ([`keepalive`]), and
+//! the one percentile rule of every bench, over exact samples or a latency
+//! histogram ([`quantile`]).
 
 pub mod gen;
 pub mod http;
@@ -9,5 +11,6 @@ pub mod keepalive;
 pub mod measure;
 pub mod plot;
 pub mod proc;
+pub mod quantile;
 pub mod scale;
 pub mod soak;

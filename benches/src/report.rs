@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use kgbox_protocol::stats::percentile;
+use kgbox_benches::quantile::percentile;
 use serde_json::{json, Value};
 
 use crate::measure::{PackFigures, ServeRun, PACK_LEVEL};

@@ -273,8 +273,8 @@ pub fn hostile_requests(
 }
 
 /// p-th percentile of µs latencies in ms, by the nearest-rank rule of
-/// [`kgbox_protocol::stats::percentile`].
+/// [`crate::quantile::percentile`] (exact); 0 for none.
 pub fn percentile_ms(v: &mut [u32], p: f64) -> f64 {
     v.sort_unstable();
-    kgbox_protocol::stats::percentile(v, p).map_or(0.0, |us| f64::from(us) / 1e3)
+    crate::quantile::percentile(v, p).map_or(0.0, |us| f64::from(us) / 1e3)
 }

@@ -26,6 +26,12 @@
 //! reconnecting after an error. Responses that complete during the warm-up
 //! are not counted; the measured window is `--seconds` long, after which no
 //! new request is sent. Every read has a timeout (`--timeout-ms`).
+//!
+//! Each worker records its latencies in one HDR histogram per file
+//! ([`LatencyHistogram`], 3 significant digits, memory independent of the
+//! run's length), merged at the end; the percentiles are nearest rank over
+//! every response, the rule of every bench ([`kgbox_benches::quantile`]),
+//! the max and mean exact.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -38,8 +44,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use kgbox_benches::keepalive::{self, Client};
+use kgbox_benches::quantile::{percentile, LatencyHistogram};
 use kgbox_benches::{http, measure, proc};
-use kgbox_protocol::stats::percentile;
 use serde_json::{json, Value};
 use url::{Host, Url};
 
@@ -300,7 +306,7 @@ struct Plan<'a> {
 #[derive(Default)]
 struct Tally {
     /// Latency (ns) of every response completed in the window, by file.
-    latency_ns: Vec<Vec<u64>>,
+    latency: Vec<LatencyHistogram>,
     statuses: BTreeMap<u16, u64>,
     errors: u64,
     error_kinds: BTreeMap<String, u64>,
@@ -315,11 +321,12 @@ struct Tally {
 
 impl Tally {
     fn merge(&mut self, o: Tally) {
-        if self.latency_ns.len() < o.latency_ns.len() {
-            self.latency_ns.resize_with(o.latency_ns.len(), Vec::new);
+        if self.latency.len() < o.latency.len() {
+            self.latency
+                .resize_with(o.latency.len(), LatencyHistogram::new);
         }
-        for (a, b) in self.latency_ns.iter_mut().zip(o.latency_ns) {
-            a.extend(b);
+        for (a, b) in self.latency.iter_mut().zip(&o.latency) {
+            a.add(b);
         }
         for (s, n) in o.statuses {
             *self.statuses.entry(s).or_insert(0) += n;
@@ -341,7 +348,7 @@ fn worker(plan: &Plan<'_>, id: usize, workers: usize) -> Tally {
     let n = plan.queries.len();
     let mut i = id * n / workers;
     let mut t = Tally {
-        latency_ns: vec![Vec::new(); plan.files],
+        latency: vec![LatencyHistogram::new(); plan.files],
         ..Tally::default()
     };
     let mut client = Client::new(plan.addr, plan.timeout);
@@ -370,7 +377,7 @@ fn worker(plan: &Plan<'_>, id: usize, workers: usize) -> Tally {
                     }
                     continue;
                 }
-                t.latency_ns[q.file].push((t1 - t0).as_nanos() as u64);
+                t.latency[q.file].record((t1 - t0).as_nanos() as u64);
                 *t.statuses.entry(resp.status).or_insert(0) += 1;
                 t.body_bytes += resp.body_len as u64;
                 if resp.status == 200 {
@@ -561,22 +568,18 @@ struct Latency {
     mean: f64,
 }
 
-/// Exact nearest-rank percentiles ([`percentile`]) over every latency.
-fn latency(mut ns: Vec<u64>) -> Latency {
-    ns.sort_unstable();
-    let ms = |x: u64| x as f64 / 1e6;
-    let pct = |p: f64| ms(percentile(&ns, p).unwrap_or(0));
+/// Nearest-rank percentiles of every latency, from the histogram to 3
+/// significant digits ([`LatencyHistogram::percentile`]); max and mean
+/// exact; in ms, 0 for none.
+fn latency(h: &LatencyHistogram) -> Latency {
+    let ms = |x: Option<u64>| x.map_or(0.0, |ns| ns as f64 / 1e6);
     Latency {
-        count: ns.len() as u64,
-        p50: pct(50.0),
-        p95: pct(95.0),
-        p99: pct(99.0),
-        max: ms(ns.last().copied().unwrap_or(0)),
-        mean: if ns.is_empty() {
-            0.0
-        } else {
-            ms(ns.iter().sum::<u64>()) / ns.len() as f64
-        },
+        count: h.count(),
+        p50: ms(h.percentile(50.0)),
+        p95: ms(h.percentile(95.0)),
+        p99: ms(h.percentile(99.0)),
+        max: ms(h.max()),
+        mean: h.mean().map_or(0.0, |ns| ns / 1e6),
     }
 }
 
@@ -635,13 +638,12 @@ fn report(
     rss_end: Option<proc::Rss>,
     load_before: String,
 ) -> Report {
-    let all = latency(load.tally.latency_ns.concat());
-    let per_file = load
-        .tally
-        .latency_ns
-        .iter()
-        .map(|v| latency(v.clone()))
-        .collect();
+    let mut every = LatencyHistogram::new();
+    for h in &load.tally.latency {
+        every.add(h);
+    }
+    let all = latency(&every);
+    let per_file = load.tally.latency.iter().map(latency).collect();
     let requests: u64 = load.tally.statuses.values().sum();
     let non_200 = requests - load.tally.statuses.get(&200).copied().unwrap_or(0);
     let mut totals: Vec<f64> = load.tally.samples.iter().map(|s| s.total_ms).collect();
@@ -759,7 +761,7 @@ fn markdown(r: &Report) -> String {
         ),
     ));
     rows.push((
-        "Latency p50 / p95 / p99 / max".into(),
+        "Latency p50 / p95 / p99 (3 significant digits) / max".into(),
         format!(
             "{:.2} / {:.2} / {:.2} / {:.2} ms (mean {:.2})",
             r.all.p50, r.all.p95, r.all.p99, r.all.max, r.all.mean
@@ -1068,12 +1070,20 @@ mod tests {
 
     #[test]
     fn latency_is_nearest_rank_in_ms() {
-        let l = latency((1..=100u64).rev().map(|x| x * 1_000_000).collect());
-        assert_eq!(
-            (l.count, l.p50, l.p95, l.p99, l.max),
-            (100, 50.0, 95.0, 99.0, 100.0)
-        );
-        let none = latency(Vec::new());
+        let mut h = LatencyHistogram::new();
+        for x in (1..=100u64).rev() {
+            h.record(x * 1_000_000);
+        }
+        let l = latency(&h);
+        assert_eq!((l.count, l.max, l.mean), (100, 100.0, 50.5));
+        // The 50th, 95th and 99th value, to 3 significant digits, never below.
+        for (got, want) in [(l.p50, 50.0), (l.p95, 95.0), (l.p99, 99.0)] {
+            assert!(
+                got >= want && got - want <= want / 1000.0,
+                "{got} against {want}"
+            );
+        }
+        let none = latency(&LatencyHistogram::new());
         assert_eq!(
             (none.count, none.p50, none.max, none.mean),
             (0, 0.0, 0.0, 0.0)
