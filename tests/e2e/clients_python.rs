@@ -8,10 +8,10 @@
 //! vacuously.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use kgbox_testkit::clients::require_python_modules;
+use kgbox_testkit::clients::{require_python_modules, run_python};
 use kgbox_testkit::mosquitto::{wait_status, wait_until, Mosquitto, TestPki};
 use kgbox_testkit::*;
 
@@ -48,51 +48,18 @@ fn serve_over_mqtt(device: &Device, broker: &str, id: &str, extra: &[(&str, &str
 /// `SUITE_LIMIT`: (exit code, stdout and stderr).
 fn run_suite(env: &[(String, String)]) -> (Option<i32>, String) {
     let root = repo_root();
-    let dir = tempfile::tempdir().unwrap();
-    let out_path = dir.path().join("pytest.out");
-    let out = std::fs::File::create(&out_path).unwrap();
-    let err = out.try_clone().unwrap();
     let mut cmd = Command::new("python3");
     cmd.args(PYTEST_ARGS)
         .current_dir(&root)
         .env("PYTHONPATH", root.join("clients/python/src"))
         .env("PYTHONDONTWRITEBYTECODE", "1")
         // The suite needs no plugin; installed ones (hypothesis, schemathesis) stay out.
-        .env("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .env("no_proxy", "127.0.0.1,localhost");
-    for var in [
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-    ] {
-        cmd.env_remove(var);
-    }
+        .env("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1");
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .spawn()
-        .unwrap_or_else(|e| panic!("python3 cannot be started ({e}): run scripts/setup.sh"));
-    let deadline = Instant::now() + SUITE_LIMIT;
-    let code = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status.code(),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-        }
-    };
-    (code, std::fs::read_to_string(&out_path).unwrap_or_default())
+    let run = run_python(cmd, "-m pytest", SUITE_LIMIT);
+    (run.code, run.output)
 }
 
 #[test]

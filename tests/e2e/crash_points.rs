@@ -211,6 +211,14 @@ fn later_install_serves_3(device: &Device, b: &Bundles) {
     assert_eq!(served_answer(device), ("3.0.0".to_string(), 3));
 }
 
+/// 1.0.0 served (so marked good), then 2.0.0 installed but not yet served:
+/// the next `serve` checks it and writes its health (pending, trial, good).
+fn pending_2(device: &Device, b: &Bundles) {
+    reinstall(device, &b.versions[0]);
+    let _ = served_answer(device);
+    reinstall(device, &b.versions[1]);
+}
+
 /// `kgbox install --allow-downgrade BUNDLE`, which must succeed.
 fn reinstall(device: &Device, bundle: &Path) {
     let o = device.kgbox(&["install", "--allow-downgrade", bundle.to_str().unwrap()]);
@@ -259,11 +267,7 @@ fn every_crash_point_of_start_up_leaves_a_device_that_answers() {
     let b = bundles();
     // 2.0.0 installed but not yet served: the first `serve` checks it and
     // writes its health (pending, trial, good).
-    let fresh = |device: &Device| {
-        reinstall(device, &b.versions[0]);
-        let _ = served_answer(device);
-        reinstall(device, &b.versions[1]);
-    };
+    let fresh = |device: &Device| pending_2(device, &b);
     let device = Device::new(&[&b.keys.public], "");
     let log = device.dir.path().join("trace.log");
     fresh(&device);
@@ -512,11 +516,7 @@ fn counted_points(count: &Path) -> Vec<(String, usize)> {
 #[test]
 fn every_point_of_start_up_with_unflushed_writes_lost_leaves_a_device_that_answers() {
     let b = bundles();
-    let fresh = |device: &Device| {
-        reinstall(device, &b.versions[0]);
-        let _ = served_answer(device);
-        reinstall(device, &b.versions[1]);
-    };
+    let fresh = |device: &Device| pending_2(device, &b);
     let device = Device::new(&[&b.keys.public], "");
     let shim = lost_writes_shim(device.dir.path());
     let count = device.dir.path().join("count");

@@ -128,19 +128,11 @@ fn mark_good_confirms_and_mark_bad_goes_back_to_the_previous_bundle() {
 
     device.install_ok(&v1);
     device.install_ok(&v2);
-    let health = |d: &Device| {
-        let s = d.status();
-        let slot = s["state"]["active"].as_str().unwrap().to_string();
-        (
-            s["state"][&slot]["version"].as_str().unwrap().to_string(),
-            s["state"][&slot]["health"].as_str().unwrap().to_string(),
-        )
-    };
-    assert_eq!(health(&device), ("2.0.0".into(), "pending".into()));
+    assert_eq!(device.active_health(), ("2.0.0".into(), "pending".into()));
     let o = device.kgbox(&["mark-good"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("marked films 2.0.0"), "{}", stdout(&o));
-    assert_eq!(health(&device), ("2.0.0".into(), "good".into()));
+    assert_eq!(device.active_health(), ("2.0.0".into(), "good".into()));
 
     let o = device.kgbox(&["mark-bad", "--reason", "the site check failed"]);
     assert!(o.status.success(), "{}", stderr(&o));

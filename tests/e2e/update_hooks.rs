@@ -62,13 +62,11 @@ fn run_hook(
 }
 
 fn version(device: &Device) -> String {
-    device.active().unwrap().2
+    device.active_health().0
 }
 
 fn health(device: &Device) -> String {
-    let s = device.status();
-    let slot = s["state"]["active"].as_str().unwrap().to_string();
-    s["state"][&slot]["health"].as_str().unwrap().to_string()
+    device.active_health().1
 }
 
 /// A Mender module FILES dir whose payload is `bundle`.

@@ -40,14 +40,23 @@ pub fn run_python_client(
     env: &[(&str, &str)],
     limit: Duration,
 ) -> ClientRun {
+    let mut cmd = Command::new("python3");
+    cmd.arg(repo_root().join("tests/clients").join(script))
+        .args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    run_python(cmd, script, limit)
+}
+
+/// Runs `cmd` (a `python3` command) with loopback-only proxy settings and
+/// stdout and stderr captured together, killing it after `limit`.
+pub fn run_python(mut cmd: Command, what: &str, limit: Duration) -> ClientRun {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let out_path = dir.path().join("client.out");
     let out = std::fs::File::create(&out_path).expect("the output file");
     let err = out.try_clone().expect("the output file");
-    let mut cmd = Command::new("python3");
-    cmd.arg(repo_root().join("tests/clients").join(script))
-        .args(args)
-        .env("NO_PROXY", "127.0.0.1,localhost")
+    cmd.env("NO_PROXY", "127.0.0.1,localhost")
         .env("no_proxy", "127.0.0.1,localhost");
     for var in [
         "HTTP_PROXY",
@@ -59,17 +68,12 @@ pub fn run_python_client(
     ] {
         cmd.env_remove(var);
     }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
         .spawn()
-        .unwrap_or_else(|e| {
-            panic!("python3 {script} cannot be started ({e}): run scripts/setup.sh")
-        });
+        .unwrap_or_else(|e| panic!("python3 {what} cannot be started ({e}): run scripts/setup.sh"));
     let deadline = Instant::now() + limit;
     let code = loop {
         match child.try_wait() {

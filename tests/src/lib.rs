@@ -182,6 +182,17 @@ impl Device {
         ))
     }
 
+    /// (version, health) of the active slot's bundle, from `status --json`.
+    pub fn active_health(&self) -> (String, String) {
+        let s = self.status();
+        let slot = s["state"]["active"].as_str().unwrap().to_string();
+        let rec = &s["state"][&slot];
+        (
+            rec["version"].as_str().unwrap().to_string(),
+            rec["health"].as_str().unwrap().to_string(),
+        )
+    }
+
     pub fn serve(&self) -> Server {
         Server::start(self.command(&["serve"]))
     }

@@ -558,13 +558,7 @@ pub fn load_active(data_dir: &Path) -> Result<Option<LoadedBundle>> {
 
 /// Marks the active bundle good (its trial is over): the record it now has.
 pub fn mark_good(data_dir: &Path) -> Result<SlotRecord> {
-    let store = Store::open(data_dir, false)?
-        .ok_or_else(|| Error::NothingInstalled(data_dir.to_path_buf()))?;
-    let _lock = lock_installs(data_dir)?;
-    let slot = store
-        .state()?
-        .active
-        .ok_or_else(|| Error::NothingInstalled(data_dir.to_path_buf()))?;
+    let (store, slot, _lock) = active_slot_locked(data_dir)?;
     store.set_health(slot, Health::Good, "")?;
     active_record(&store, slot)
 }
@@ -573,17 +567,21 @@ pub fn mark_good(data_dir: &Path) -> Result<SlotRecord> {
 /// makes the previous slot active when it holds a bundle that is not bad:
 /// the bad record, and the record now active (if another).
 pub fn mark_bad(data_dir: &Path, reason: &str) -> Result<(SlotRecord, Option<SlotRecord>)> {
-    let store = Store::open(data_dir, false)?
-        .ok_or_else(|| Error::NothingInstalled(data_dir.to_path_buf()))?;
-    let _lock = lock_installs(data_dir)?;
-    let slot = store
-        .state()?
-        .active
-        .ok_or_else(|| Error::NothingInstalled(data_dir.to_path_buf()))?;
+    let (store, slot, _lock) = active_slot_locked(data_dir)?;
     let back = store.fail_active(reason)?;
     let bad = active_record(&store, slot)?;
     let now = back.map(|b| active_record(&store, b)).transpose()?;
     Ok((bad, now))
+}
+
+/// The store, its active slot and the install lock, for a change of the
+/// active slot's health.
+fn active_slot_locked(data_dir: &Path) -> Result<(Store, Slot, InstallLock)> {
+    let nothing = || Error::NothingInstalled(data_dir.to_path_buf());
+    let store = Store::open(data_dir, false)?.ok_or_else(nothing)?;
+    let lock = lock_installs(data_dir)?;
+    let slot = store.state()?.active.ok_or_else(nothing)?;
+    Ok((store, slot, lock))
 }
 
 fn active_record(store: &Store, slot: Slot) -> Result<SlotRecord> {

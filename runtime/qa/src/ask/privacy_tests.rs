@@ -107,24 +107,9 @@ fn request_text(req: &ChatRequest) -> String {
     text.join("\n")
 }
 
-/// The triples of FILMS found in `text`, in the forms a prompt could carry
-/// them (a path, a tuple, tab- or space-separated, a JSON triple).
+/// The triples of FILMS found in `text`.
 fn leaks(text: &str) -> Vec<String> {
-    FILMS
-        .iter()
-        .flat_map(|(h, r, t)| {
-            [
-                format!("{h} -[{r}]-> {t}"),
-                format!("{h} {r} {t}"),
-                format!("{h}\t{r}\t{t}"),
-                format!("({h}, {r}, {t})"),
-                format!("{h} -> {r} -> {t}"),
-                format!("\"{h}\" -> {r} -> \"{t}\""),
-                serde_json::json!([h, r, t]).to_string(),
-            ]
-        })
-        .filter(|f| text.contains(f.as_str()))
-        .collect()
+    super::test_stages::leaks(FILMS, text)
 }
 
 /// Asks every question with `kind` and the model replying as `plans`, with

@@ -62,21 +62,9 @@ fn strategy(r: &AskResult, name: StrategyName) -> Vec<&StrategyReport> {
     r.strategies.iter().filter(|s| s.name == name).collect()
 }
 
-/// Every triple of FILMS in the forms a prompt could carry it.
+/// The triples of FILMS found in `text`.
 fn leaks(text: &str) -> Vec<String> {
-    FILMS
-        .iter()
-        .flat_map(|(h, r, t)| {
-            [
-                format!("{h} -[{r}]-> {t}"),
-                format!("{h} {r} {t}"),
-                format!("({h}, {r}, {t})"),
-                format!("{h} -> {r} -> {t}"),
-                format!("\"{h}\" -> {r} -> \"{t}\""),
-            ]
-        })
-        .filter(|f| text.contains(f.as_str()))
-        .collect()
+    super::test_stages::leaks(FILMS, text)
 }
 
 #[test]

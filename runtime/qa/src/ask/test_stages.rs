@@ -1,5 +1,5 @@
 //! The question pipeline's stages for tests: lexical linking and the exact
-//! executor over a graph.
+//! executor over a graph; and the check that a prompt carries no triple.
 
 use kgbox_bundle::Kg;
 use kgbox_query::exec::ExecOptions;
@@ -23,4 +23,24 @@ impl Stages for Plain<'_, '_> {
         };
         kgbox_query::run_query(self.0, spec.query, &ParseLimits::default(), &exec).map(|(a, _)| a)
     }
+}
+
+/// The triples of `graph` found in `text`, in the forms a prompt could
+/// carry them (a path, a tuple, tab- or space-separated, a JSON triple).
+pub(crate) fn leaks(graph: &[(&str, &str, &str)], text: &str) -> Vec<String> {
+    graph
+        .iter()
+        .flat_map(|(h, r, t)| {
+            [
+                format!("{h} -[{r}]-> {t}"),
+                format!("{h} {r} {t}"),
+                format!("{h}\t{r}\t{t}"),
+                format!("({h}, {r}, {t})"),
+                format!("{h} -> {r} -> {t}"),
+                format!("\"{h}\" -> {r} -> \"{t}\""),
+                serde_json::json!([h, r, t]).to_string(),
+            ]
+        })
+        .filter(|f| text.contains(f.as_str()))
+        .collect()
 }
