@@ -23,6 +23,7 @@ mod dense;
 mod deploy;
 mod derived;
 mod faults;
+mod homeassistant;
 mod llm_server;
 mod logs;
 mod metrics;

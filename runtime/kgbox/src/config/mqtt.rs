@@ -70,6 +70,11 @@ pub struct MqttConfig {
     pub bundle_push: bool,
     /// Largest bundle chunk accepted, bytes.
     pub bundle_chunk_max_bytes: usize,
+    /// Publish Home Assistant MQTT discovery configs for the status
+    /// (retained, on every connect; docs/mqtt.md, "Home Assistant").
+    pub homeassistant_discovery: bool,
+    /// Home Assistant's discovery prefix: one or more topic levels.
+    pub homeassistant_prefix: String,
 }
 
 impl Default for MqttConfig {
@@ -95,8 +100,21 @@ impl Default for MqttConfig {
             max_concurrency: 64,
             bundle_push: true,
             bundle_chunk_max_bytes: 1 << 20,
+            homeassistant_discovery: false,
+            homeassistant_prefix: "homeassistant".into(),
         }
     }
+}
+
+/// Whether `s` can be the first levels of a topic the device publishes to
+/// (`mqtt.homeassistant_prefix`): not empty, at most 256 bytes, no empty
+/// level, no wildcard (`+`, `#`), no NUL, not a `$` topic.
+pub fn valid_topic_prefix(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 256
+        && !s.starts_with('$')
+        && s.split('/').all(|level| !level.is_empty())
+        && !s.contains(['+', '#', '\0'])
 }
 
 impl MqttConfig {
@@ -128,6 +146,14 @@ impl MqttConfig {
                     )));
                 }
             }
+        }
+        if !valid_topic_prefix(&self.homeassistant_prefix) {
+            return Err(Error::Config(format!(
+                "mqtt.homeassistant_prefix {:?} must be a topic name of 1-256 bytes: \
+                 no empty level (leading, trailing or double /), no + # or NUL, \
+                 not starting with $",
+                self.homeassistant_prefix
+            )));
         }
         if tls && self.ca_file.is_none() {
             return Err(Error::Config(
@@ -164,5 +190,38 @@ impl MqttConfig {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_prefixes_are_topic_names_without_empty_levels() {
+        for good in ["homeassistant", "site/ha", "a-b_c.d/e f"] {
+            assert!(valid_topic_prefix(good), "{good}");
+        }
+        for bad in [
+            "", "/ha", "ha/", "a//b", "ha/+", "ha/#", "h+a", "$SYS", "a\0b",
+        ] {
+            assert!(!valid_topic_prefix(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_bad_homeassistant_prefix_fails_naming_the_key() {
+        let defaults = MqttConfig::default();
+        assert!(!defaults.homeassistant_discovery);
+        assert_eq!(defaults.homeassistant_prefix, "homeassistant");
+        assert!(defaults.check().is_ok());
+        for bad in ["", "ha/", "ha/#"] {
+            let c = MqttConfig {
+                homeassistant_prefix: bad.into(),
+                ..MqttConfig::default()
+            };
+            let err = c.check().err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(err.contains("mqtt.homeassistant_prefix"), "{bad:?}: {err}");
+        }
     }
 }

@@ -1,11 +1,13 @@
 //! MQTT front end (see docs/mqtt.md): requests answered by the HTTP
-//! handlers, a retained status with a last will, and bundle push
+//! handlers, a retained status with a last will (and, when configured, Home
+//! Assistant discovery configs for it: `homeassistant`), and bundle push
 //! ([`bundle`]). MQTT 5 and 3.1.1 share everything but two thin event-loop
 //! adapters (`transport_v5`, `transport_v311`) and the reply format
 //! (`publisher`).
 
 pub mod bundle;
 mod dedupe;
+mod homeassistant;
 mod publisher;
 mod requests;
 mod settings;
@@ -203,6 +205,16 @@ impl Core {
             interval: Duration::from_secs(m.status_interval_s),
             events: events_rx,
             progress,
+            discovery: if m.homeassistant_discovery {
+                homeassistant::configs(
+                    &m.homeassistant_prefix,
+                    &topics.device_id,
+                    &topics.status,
+                    crate::install::RUNTIME_VERSION,
+                )
+            } else {
+                Vec::new()
+            },
         };
         Core {
             protocol: m.protocol,

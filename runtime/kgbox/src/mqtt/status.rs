@@ -41,6 +41,9 @@ pub(crate) struct Housekeeping {
     pub events: UnboundedReceiver<Event>,
     /// Bundle-push progress messages (none when bundle push is off).
     pub progress: Option<UnboundedReceiver<Vec<u8>>>,
+    /// Home Assistant discovery configs (topic, payload), published
+    /// retained on every ConnAck; empty when discovery is off.
+    pub discovery: Vec<(String, Vec<u8>)>,
 }
 
 impl Housekeeping {
@@ -77,7 +80,24 @@ impl Housekeeping {
             }
         }
         tracing::info!(subscriptions = ?self.topics.subscriptions, "subscribing to the request topics");
+        // Before the status: a client that sees the device online finds
+        // its discovery configs already retained.
+        self.publish_discovery().await;
         self.publish_status("connected").await;
+    }
+
+    async fn publish_discovery(&self) {
+        for (topic, payload) in &self.discovery {
+            if let Err(e) = self.publisher.publish(topic, payload.clone(), true).await {
+                tracing::warn!(%topic, error = %e, "cannot publish a Home Assistant discovery config");
+            }
+        }
+        if !self.discovery.is_empty() {
+            tracing::debug!(
+                configs = self.discovery.len(),
+                "published the Home Assistant discovery configs"
+            );
+        }
     }
 
     async fn publish_status(&self, why: &str) {
