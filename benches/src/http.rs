@@ -1,18 +1,19 @@
-//! A minimal HTTP/1.1 client over `std::net`: one request per connection
-//! (`Connection: close`), bounded by time and by response size.
+//! One-shot HTTP requests and `/readyz` polling, over the keep-alive
+//! client of [`crate::keepalive`] (hyper): no HTTP is parsed here.
 
-use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io;
+use std::net::{SocketAddr, TcpListener};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
+use crate::keepalive::{self, Client};
 use crate::proc::Server;
 
-/// Responses larger than this are cut off (the benchmark only needs the
+/// Responses larger than this are refused (the benchmarks only need the
 /// status and small bodies).
-const MAX_RESPONSE: u64 = 8 << 20;
+const MAX_RESPONSE: usize = 8 << 20;
 
 /// A port that was free a moment ago on 127.0.0.1.
 pub fn free_port() -> Result<u16> {
@@ -20,46 +21,12 @@ pub fn free_port() -> Result<u16> {
     Ok(l.local_addr()?.port())
 }
 
-/// Sends `GET path` on a connected stream and reads the whole response.
-fn exchange(mut s: TcpStream, path: &str, timeout: Duration) -> io::Result<(u16, Vec<u8>)> {
-    s.set_nodelay(true)?;
-    s.set_read_timeout(Some(timeout))?;
-    s.set_write_timeout(Some(timeout))?;
-    s.write_all(
-        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").as_bytes(),
-    )?;
-    let mut buf = Vec::with_capacity(1024);
-    s.take(MAX_RESPONSE).read_to_end(&mut buf)?;
-    let status = parse_status(&buf).ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!(
-                "not an HTTP response: {:?}",
-                String::from_utf8_lossy(&buf[..buf.len().min(64)])
-            ),
-        )
-    })?;
-    let body = match buf.windows(4).position(|w| w == b"\r\n\r\n") {
-        Some(i) => buf[i + 4..].to_vec(),
-        None => Vec::new(),
-    };
-    Ok((status, body))
-}
-
-fn parse_status(buf: &[u8]) -> Option<u16> {
-    let line = buf.split(|&b| b == b'\n').next()?;
-    let line = std::str::from_utf8(line).ok()?;
-    let mut parts = line.split_whitespace();
-    if !parts.next()?.starts_with("HTTP/1.") {
-        return None;
-    }
-    parts.next()?.parse().ok()
-}
-
-/// One `GET`; returns the status and the body (chunked bodies are left as sent).
+/// One `GET` on a fresh connection, bounded by `timeout` as a whole;
+/// returns the status and the (de-chunked) body.
 pub fn get(addr: SocketAddr, path: &str, timeout: Duration) -> io::Result<(u16, Vec<u8>)> {
-    let s = TcpStream::connect_timeout(&addr, timeout)?;
-    exchange(s, path, timeout)
+    let mut client = Client::new(addr, timeout).body_limit(MAX_RESPONSE);
+    let r = client.exchange(&keepalive::get(&addr.to_string(), path))?;
+    Ok((r.status, client.take_body()))
 }
 
 /// What waiting for readiness saw.
@@ -68,21 +35,22 @@ pub struct Ready {
     pub at: Instant,
     /// When the first TCP connect succeeded (the listener was bound).
     pub first_connect: Instant,
-    /// Connection attempts, refused ones included.
+    /// Polls: requests sent and connects refused.
     pub attempts: u32,
 }
 
-/// Polls `GET /readyz` in a tight loop (raw connect + request, ~0.2 ms
-/// between tries) until the first `200`, the server exits, or `limit` passes.
+/// Polls `GET /readyz` in a tight loop (one keep-alive connection,
+/// reopened after an error; ~0.2 ms between tries) until the first `200`,
+/// the server exits, or `limit` passes.
 pub fn wait_ready(addr: SocketAddr, server: &mut Server, limit: Duration) -> Result<Ready> {
     let deadline = Instant::now() + limit;
     let mut attempts = 0u32;
-    let mut first_connect = None;
+    let mut client = Client::new(addr, Duration::from_secs(2)).body_limit(MAX_RESPONSE);
+    let readyz = keepalive::get(&addr.to_string(), "/readyz");
     loop {
         attempts += 1;
-        if let Ok(s) = TcpStream::connect(addr) {
-            let connected = *first_connect.get_or_insert_with(Instant::now);
-            if let Ok((200, _)) = exchange(s, "/readyz", Duration::from_secs(2)) {
+        if let Ok(r) = client.exchange(&readyz) {
+            if let (200, Some(connected)) = (r.status, client.first_connect) {
                 return Ok(Ready {
                     at: Instant::now(),
                     first_connect: connected,
@@ -122,14 +90,6 @@ pub fn encode_segment(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn status_line() {
-        assert_eq!(parse_status(b"HTTP/1.1 200 OK\r\n\r\n"), Some(200));
-        assert_eq!(parse_status(b"HTTP/1.1 404 Not Found\r\n"), Some(404));
-        assert_eq!(parse_status(b"garbage"), None);
-        assert_eq!(parse_status(b""), None);
-    }
 
     #[test]
     fn encoding() {

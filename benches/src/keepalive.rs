@@ -1,28 +1,99 @@
-//! A keep-alive HTTP/1.1 client over one `std::net::TcpStream`, for load
-//! generation: the caller hands it whole pre-serialized requests, it writes
-//! each with one `write_all` and reads the response (status line, headers,
-//! a `Content-Length` or chunked body) into a reusable buffer. Every read
-//! has a timeout, and one exchange as a whole is bounded by the same limit.
+//! A keep-alive HTTP/1.1 client for load generation: hyper's
+//! `client::conn::http1` over one tokio `TcpStream` (TCP_NODELAY), driven
+//! by a current-thread tokio runtime that the [`Client`] owns, so that
+//! callers stay synchronous (one `Client` per thread). Requests are
+//! prepared once ([`post_json`], [`get`]) and sent any number of times;
+//! each response body is read into a reusable buffer ([`Client::body`]),
+//! up to a size limit. One exchange as a whole (connecting included) is
+//! bounded by the client's timeout. No HTTP is parsed here: hyper reads the
+//! heads and the `Content-Length` or chunked bodies.
 
-use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-/// Longest response head (status line and headers) accepted.
-const MAX_HEAD: usize = 64 << 10;
-/// Largest response body accepted.
-const MAX_BODY: usize = 64 << 20;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Body as _;
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper::header::{HeaderMap, HeaderValue, ACCEPT, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::{Method, Uri, Version};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tokio::runtime::Runtime;
 
-/// Builds a complete `POST` request with a JSON body.
-pub fn post_json(host: &str, path: &str, body: &[u8]) -> Vec<u8> {
-    let mut req = format!(
-        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
-         Accept: application/json\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    req.extend_from_slice(body);
-    req
+/// Largest response body accepted unless [`Client::body_limit`] says otherwise.
+pub const DEFAULT_BODY_LIMIT: usize = 64 << 20;
+
+/// A request prepared once and sent any number of times (cloning it shares
+/// the body).
+#[derive(Debug, Clone)]
+pub struct Request {
+    method: Method,
+    /// The origin-form target, or why it is not one (reported by [`Client::exchange`]).
+    uri: Result<Uri, String>,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+impl Request {
+    /// `host` is the `Host` header; an invalid path or host is reported by
+    /// [`Client::exchange`].
+    fn new(method: Method, host: &str, path: &str, body: Bytes) -> Request {
+        let mut headers = HeaderMap::new();
+        let mut uri = Uri::try_from(path).map_err(|e| format!("bad request path {path:?}: {e}"));
+        match HeaderValue::from_str(host) {
+            Ok(v) => {
+                headers.insert(hyper::header::HOST, v);
+            }
+            Err(_) => uri = Err(format!("bad Host {host:?}")),
+        }
+        Request {
+            method,
+            uri,
+            headers,
+            body,
+        }
+    }
+
+    /// The body.
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    /// A header's value, if it is set and visible ASCII.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name)?.to_str().ok()
+    }
+
+    fn to_hyper(&self) -> io::Result<hyper::Request<Full<Bytes>>> {
+        let uri = self
+            .uri
+            .as_ref()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.clone()))?;
+        let mut req = hyper::Request::new(Full::new(self.body.clone()));
+        *req.method_mut() = self.method.clone();
+        *req.uri_mut() = uri.clone();
+        *req.headers_mut() = self.headers.clone();
+        Ok(req)
+    }
+}
+
+/// A `POST` of a JSON body to `path` (`host` is the `Host` header).
+pub fn post_json(host: &str, path: &str, body: &[u8]) -> Request {
+    let mut r = Request::new(Method::POST, host, path, Bytes::copy_from_slice(body));
+    let h = &mut r.headers;
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    h.insert(ACCEPT, HeaderValue::from_static("application/json"));
+    h.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+    r
+}
+
+/// A `GET` of `path` (`host` is the `Host` header).
+pub fn get(host: &str, path: &str) -> Request {
+    Request::new(Method::GET, host, path, Bytes::new())
 }
 
 /// What one exchange returned; the body is [`Client::body`].
@@ -31,94 +102,75 @@ pub struct Response {
     pub status: u16,
     /// Body length in bytes (after de-chunking).
     pub body_len: usize,
-    /// The server will close the connection (`Connection: close` or HTTP/1.0);
-    /// the client has already dropped it and reconnects on the next request.
+    /// The server closes the connection (`Connection: close`, HTTP/1.0
+    /// without keep-alive, or it already has); the client has dropped it
+    /// and reconnects on the next request.
     pub closed: bool,
+}
+
+/// hyper's side of one connection: it reads and writes the socket while polled.
+type Connection = Pin<Box<dyn Future<Output = hyper::Result<()>> + Send>>;
+
+/// One open connection.
+struct Conn {
+    sender: SendRequest<Full<Bytes>>,
+    driver: Connection,
 }
 
 /// One persistent connection, (re)opened on demand.
 pub struct Client {
     addr: SocketAddr,
     timeout: Duration,
-    stream: Option<TcpStream>,
-    /// Received bytes; `buf[..len]` are valid.
-    buf: Vec<u8>,
-    len: usize,
-    /// Where the last body lies in `buf` (Content-Length bodies).
-    body: std::ops::Range<usize>,
-    /// The last body when it came chunked.
-    dechunked: Vec<u8>,
-    chunked: bool,
+    body_limit: usize,
+    /// Built on the first exchange (building it can fail; `new` cannot).
+    rt: Option<Runtime>,
+    conn: Option<Conn>,
+    /// The last response's body.
+    body: Vec<u8>,
     /// TCP connections opened so far.
     pub connects: u64,
+    /// When the first TCP connection was established.
+    pub first_connect: Option<Instant>,
 }
 
-fn invalid(msg: impl Into<String>) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, msg.into())
+fn timed_out() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        "response not complete within the timeout",
+    )
 }
 
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
-/// The parsed response head.
-#[derive(Debug, PartialEq, Eq)]
-struct Head {
-    status: u16,
-    content_length: Option<usize>,
-    chunked: bool,
-    close: bool,
-}
-
-/// Parses a response head (without the final empty line).
-fn parse_head(head: &[u8]) -> io::Result<Head> {
-    let text = std::str::from_utf8(head).map_err(|_| invalid("response head is not UTF-8"))?;
-    let mut lines = text.split("\r\n");
-    let status_line = lines.next().unwrap_or_default();
-    let mut parts = status_line.splitn(3, ' ');
-    let version = parts.next().unwrap_or_default();
-    if !version.starts_with("HTTP/1.") {
-        let shown: String = status_line.chars().take(64).collect();
-        return Err(invalid(format!("not an HTTP/1.x response: {shown:?}")));
+/// hyper's error as an `io::Error`, of the kind of the I/O error under it if any.
+fn from_hyper(e: hyper::Error) -> io::Error {
+    let mut source = std::error::Error::source(&e);
+    let mut kind = io::ErrorKind::Other;
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<io::Error>() {
+            kind = io.kind();
+            break;
+        }
+        source = s.source();
     }
-    let status: u16 = parts
-        .next()
-        .and_then(|s| s.parse().ok())
-        .filter(|s| (100..1000).contains(s))
-        .ok_or_else(|| invalid(format!("bad status line {status_line:?}")))?;
-    let mut h = Head {
-        status,
-        content_length: None,
-        chunked: false,
-        close: version == "HTTP/1.0",
-    };
-    for line in lines {
-        let Some((name, value)) = line.split_once(':') else {
-            return Err(invalid(format!("bad header line {line:?}")));
-        };
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("content-length") {
-            let n: usize = value
-                .parse()
-                .map_err(|_| invalid(format!("bad Content-Length {value:?}")))?;
-            h.content_length = Some(n);
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            h.chunked = value
-                .rsplit(',')
-                .next()
-                .is_some_and(|v| v.trim().eq_ignore_ascii_case("chunked"));
-        } else if name.eq_ignore_ascii_case("connection") {
-            for token in value.split(',') {
-                let token = token.trim();
-                if token.eq_ignore_ascii_case("close") {
-                    h.close = true;
-                } else if token.eq_ignore_ascii_case("keep-alive") {
-                    h.close = false;
-                }
+    if e.is_incomplete_message() {
+        kind = io::ErrorKind::UnexpectedEof;
+    }
+    io::Error::new(kind, e)
+}
+
+/// Whether the response says the server closes the connection after it.
+fn closes(resp: &hyper::Response<hyper::body::Incoming>) -> bool {
+    let mut close = resp.version() <= Version::HTTP_10;
+    for value in resp.headers().get_all(CONNECTION) {
+        for token in value.to_str().unwrap_or_default().split(',') {
+            let token = token.trim();
+            if token.eq_ignore_ascii_case("close") {
+                close = true;
+            } else if token.eq_ignore_ascii_case("keep-alive") {
+                close = false;
             }
         }
     }
-    Ok(h)
+    close
 }
 
 impl Client {
@@ -126,50 +178,45 @@ impl Client {
         Client {
             addr,
             timeout,
-            stream: None,
-            buf: vec![0; 16 << 10],
-            len: 0,
-            body: 0..0,
-            dechunked: Vec::new(),
-            chunked: false,
+            body_limit: DEFAULT_BODY_LIMIT,
+            rt: None,
+            conn: None,
+            body: Vec::new(),
             connects: 0,
+            first_connect: None,
         }
+    }
+
+    /// Refuses (with an error) response bodies over `limit` bytes.
+    pub fn body_limit(mut self, limit: usize) -> Client {
+        self.body_limit = limit;
+        self
     }
 
     /// Whether a connection is open.
     pub fn connected(&self) -> bool {
-        self.stream.is_some()
+        self.conn.is_some()
     }
 
-    /// Drops the connection (after an error); the next request reconnects.
+    /// Drops the connection (closing its socket); the next request reconnects.
     pub fn disconnect(&mut self) {
-        self.stream = None;
-        self.len = 0;
-    }
-
-    fn connect(&mut self) -> io::Result<()> {
-        let s = TcpStream::connect_timeout(&self.addr, self.timeout)?;
-        s.set_nodelay(true)?;
-        s.set_read_timeout(Some(self.timeout))?;
-        s.set_write_timeout(Some(self.timeout))?;
-        self.connects += 1;
-        self.stream = Some(s);
-        self.len = 0;
-        Ok(())
+        self.conn = None;
     }
 
     /// The body of the last response.
     pub fn body(&self) -> &[u8] {
-        if self.chunked {
-            &self.dechunked
-        } else {
-            &self.buf[self.body.clone()]
-        }
+        &self.body
     }
 
-    /// Sends one complete request (see [`post_json`]) and reads the
-    /// response. On an error the connection is dropped.
-    pub fn exchange(&mut self, request: &[u8]) -> io::Result<Response> {
+    /// The body of the last response, taken out of the client.
+    pub fn take_body(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.body)
+    }
+
+    /// Sends one request (see [`post_json`], [`get`]) and reads the whole
+    /// response, connecting first if needed. On an error the connection is
+    /// dropped; the request is never sent twice.
+    pub fn exchange(&mut self, request: &Request) -> io::Result<Response> {
         let r = self.exchange_inner(request);
         if r.is_err() {
             self.disconnect();
@@ -177,181 +224,119 @@ impl Client {
         r
     }
 
-    fn exchange_inner(&mut self, request: &[u8]) -> io::Result<Response> {
-        if self.stream.is_none() {
-            self.connect()?;
+    fn exchange_inner(&mut self, request: &Request) -> io::Result<Response> {
+        self.body.clear();
+        let req = request.to_hyper()?;
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        if self.rt.is_none() {
+            self.rt = Some(
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_io()
+                    .enable_time()
+                    .build()?,
+            );
         }
-        let deadline = Instant::now() + self.timeout;
-        let stream = self
-            .stream
-            .as_mut()
-            .ok_or_else(|| invalid("no connection"))?;
-        stream.write_all(request)?;
-
-        let head_end = loop {
-            if let Some(i) = find(&self.buf[..self.len], b"\r\n\r\n") {
-                break i;
-            }
-            if self.len >= MAX_HEAD {
-                return Err(invalid("response head too long"));
-            }
-            self.fill(self.len + 1, deadline)?;
+        let Client {
+            addr,
+            body_limit,
+            rt,
+            conn,
+            body,
+            connects,
+            first_connect,
+            ..
+        } = self;
+        let (addr, limit) = (*addr, *body_limit);
+        let Some(rt) = rt.as_ref() else {
+            return Err(io::Error::other("no runtime"));
         };
-        let head = parse_head(&self.buf[..head_end])?;
-        let body_start = head_end + 4;
-        let consumed;
-        if head.chunked {
-            self.chunked = true;
-            consumed = self.read_chunked(body_start, deadline)?;
-        } else if let Some(n) = head.content_length {
-            if n > MAX_BODY {
-                return Err(invalid(format!("response body of {n} bytes is too large")));
+        rt.block_on(async {
+            if conn.as_ref().is_some_and(|c| c.sender.is_closed()) {
+                *conn = None;
             }
-            self.chunked = false;
-            self.fill(body_start + n, deadline)?;
-            self.body = body_start..body_start + n;
-            consumed = body_start + n;
-        } else if head.status == 204 || head.status == 304 || head.status < 200 {
-            self.chunked = false;
-            self.body = body_start..body_start;
-            consumed = body_start;
-        } else {
-            return Err(invalid(
-                "response has neither Content-Length nor chunked encoding",
-            ));
-        }
-        let body_len = self.body().len();
-        // Anything past this response (nothing, without pipelining) moves to the front.
-        self.buf.copy_within(consumed..self.len, 0);
-        self.len -= consumed;
-        if head.close {
-            self.disconnect();
-        }
-        Ok(Response {
-            status: head.status,
-            body_len,
-            closed: head.close,
-        })
-    }
-
-    /// Reads until `buf[..need]` is filled.
-    fn fill(&mut self, need: usize, deadline: Instant) -> io::Result<()> {
-        if need > self.buf.len() {
-            let size = need.max(self.buf.len() * 2);
-            self.buf.resize(size, 0);
-        }
-        while self.len < need {
-            if Instant::now() >= deadline {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "response not complete within the timeout",
-                ));
-            }
-            let stream = self
-                .stream
-                .as_mut()
-                .ok_or_else(|| invalid("no connection"))?;
-            let n = stream.read(&mut self.buf[self.len..])?;
-            if n == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the server closed the connection",
-                ));
-            }
-            self.len += n;
-        }
-        Ok(())
-    }
-
-    /// The end of the CRLF-terminated line that starts at `from`.
-    fn line_end(&mut self, from: usize, deadline: Instant) -> io::Result<usize> {
-        loop {
-            if let Some(i) = find(&self.buf[from..self.len], b"\r\n") {
-                return Ok(from + i);
-            }
-            if self.len - from > 4096 {
-                return Err(invalid("chunk header line too long"));
-            }
-            self.fill(self.len + 1, deadline)?;
-        }
-    }
-
-    /// Decodes a chunked body starting at `pos` into `dechunked`; returns
-    /// the offset just past the body.
-    fn read_chunked(&mut self, mut pos: usize, deadline: Instant) -> io::Result<usize> {
-        self.dechunked.clear();
-        loop {
-            let end = self.line_end(pos, deadline)?;
-            let line = std::str::from_utf8(&self.buf[pos..end])
-                .map_err(|_| invalid("bad chunk size line"))?;
-            let hex = line.split(';').next().unwrap_or_default().trim();
-            let size = usize::from_str_radix(hex, 16)
-                .map_err(|_| invalid(format!("bad chunk size {hex:?}")))?;
-            pos = end + 2;
-            if size == 0 {
-                // Trailers up to an empty line.
-                loop {
-                    let end = self.line_end(pos, deadline)?;
-                    let empty = end == pos;
-                    pos = end + 2;
-                    if empty {
-                        return Ok(pos);
+            let c = match conn {
+                Some(c) => c,
+                None => {
+                    let stream = tokio::time::timeout_at(deadline, TcpStream::connect(addr))
+                        .await
+                        .map_err(|_| timed_out())??;
+                    stream.set_nodelay(true)?;
+                    *connects += 1;
+                    first_connect.get_or_insert_with(Instant::now);
+                    let (sender, driver) =
+                        tokio::time::timeout_at(deadline, http1::handshake(TokioIo::new(stream)))
+                            .await
+                            .map_err(|_| timed_out())?
+                            .map_err(from_hyper)?;
+                    conn.insert(Conn {
+                        sender,
+                        driver: Box::pin(driver),
+                    })
+                }
+            };
+            let Conn { sender, driver } = c;
+            let work = async {
+                let resp = sender.send_request(req).await.map_err(from_hyper)?;
+                let status = resp.status().as_u16();
+                let close = closes(&resp);
+                let mut incoming = resp.into_body();
+                if incoming.size_hint().lower() > limit as u64 {
+                    return Err(too_large(limit));
+                }
+                while let Some(frame) = incoming.frame().await {
+                    if let Ok(data) = frame.map_err(from_hyper)?.into_data() {
+                        if body.len() + data.len() > limit {
+                            return Err(too_large(limit));
+                        }
+                        body.extend_from_slice(&data);
                     }
                 }
+                Ok((status, close))
+            };
+            let mut ended = false;
+            let both = async {
+                tokio::pin!(work);
+                loop {
+                    tokio::select! {
+                        biased;
+                        r = &mut work => break r,
+                        _ = driver.as_mut(), if !ended => ended = true,
+                    }
+                }
+            };
+            let (status, close) = tokio::time::timeout_at(deadline, both)
+                .await
+                .map_err(|_| timed_out())??;
+            let closed = close || ended;
+            if closed {
+                *conn = None;
             }
-            if self.dechunked.len() + size > MAX_BODY {
-                return Err(invalid("chunked response body is too large"));
-            }
-            self.fill(pos + size + 2, deadline)?;
-            self.dechunked.extend_from_slice(&self.buf[pos..pos + size]);
-            if &self.buf[pos + size..pos + size + 2] != b"\r\n" {
-                return Err(invalid("chunk not followed by CRLF"));
-            }
-            pos += size + 2;
-        }
+            Ok(Response {
+                status,
+                body_len: body.len(),
+                closed,
+            })
+        })
     }
+}
+
+fn too_large(limit: usize) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("response body over the limit of {limit} bytes"),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::TcpListener;
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
 
-    #[test]
-    fn heads() {
-        let h =
-            parse_head(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 12")
-                .expect("valid head");
-        assert_eq!(
-            h,
-            Head {
-                status: 200,
-                content_length: Some(12),
-                chunked: false,
-                close: false
-            }
-        );
-        let h = parse_head(
-            b"HTTP/1.1 404 Not Found\r\nConnection: close\r\nTransfer-Encoding: chunked",
-        )
-        .expect("valid head");
-        assert!(h.close && h.chunked && h.status == 404);
-        assert!(parse_head(b"HTTP/1.0 200 OK").expect("valid head").close);
-        assert!(parse_head(b"garbage").is_err());
-        assert!(parse_head(b"HTTP/1.1 abc OK").is_err());
-        assert!(parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: x").is_err());
-    }
-
-    #[test]
-    fn request_bytes() {
-        let r = post_json("127.0.0.1:1", "/v1/query", br#"{"a":1}"#);
-        let text = String::from_utf8(r).expect("ascii");
-        assert!(text.starts_with("POST /v1/query HTTP/1.1\r\nHost: 127.0.0.1:1\r\n"));
-        assert!(text.ends_with("Content-Length: 7\r\n\r\n{\"a\":1}"));
-    }
-
-    /// A scripted server: for each request it reads the head and body, then
-    /// writes the next canned response (split in two writes).
+    /// A test server: for each request (head and `Content-Length` body) it
+    /// writes the next canned response, split in two writes. It closes the
+    /// connection after a response that says `Connection: close` (or when
+    /// the client does), and returns how many connections it accepted.
     fn serve(responses: Vec<&'static [u8]>) -> (SocketAddr, std::thread::JoinHandle<usize>) {
         let l = TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = l.local_addr().expect("addr");
@@ -361,19 +346,8 @@ mod tests {
             'outer: while let Ok((mut s, _)) = l.accept() {
                 accepted += 1;
                 loop {
-                    let mut got = Vec::new();
-                    let mut b = [0u8; 1024];
-                    loop {
-                        let Ok(n) = s.read(&mut b) else { break 'outer };
-                        if n == 0 {
-                            continue 'outer;
-                        }
-                        got.extend_from_slice(&b[..n]);
-                        if let Some(i) = find(&got, b"\r\n\r\n") {
-                            if got.len() >= i + 4 + 7 {
-                                break;
-                            }
-                        }
+                    if !read_request(&mut s) {
+                        continue 'outer;
                     }
                     let Some(r) = responses.next() else {
                         break 'outer;
@@ -384,9 +358,11 @@ mod tests {
                     std::thread::sleep(Duration::from_millis(2));
                     let _ = s.write_all(b);
                     if responses.len() == 0 {
+                        // Hold the connection until the client drops it.
+                        read_request(&mut s);
                         break 'outer;
                     }
-                    if find(r, b"Connection: close").is_some() {
+                    if r.windows(17).any(|w| w == b"Connection: close") {
                         continue 'outer;
                     }
                 }
@@ -396,8 +372,48 @@ mod tests {
         (addr, t)
     }
 
+    /// Reads one request (the test's own, so this reading is simple: the
+    /// head up to the empty line, then `Content-Length` bytes); false at EOF.
+    fn read_request(s: &mut TcpStream) -> bool {
+        let mut got = Vec::new();
+        let mut b = [0u8; 1024];
+        loop {
+            if let Some(i) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&got[..i]).to_ascii_lowercase();
+                let len: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0);
+                if got.len() >= i + 4 + len {
+                    return true;
+                }
+            }
+            match s.read(&mut b) {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => got.extend_from_slice(&b[..n]),
+            }
+        }
+    }
+
     #[test]
-    fn keep_alive_chunked_and_close() {
+    fn prepared_requests() {
+        let r = post_json("127.0.0.1:1", "/v1/query", br#"{"a":1}"#);
+        assert_eq!(r.body(), br#"{"a":1}"#);
+        assert_eq!(r.header("host"), Some("127.0.0.1:1"));
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        assert_eq!(r.header("content-length"), Some("7"));
+        let h = r.to_hyper().expect("valid");
+        assert_eq!((h.method(), h.uri().path()), (&Method::POST, "/v1/query"));
+        let g = get("127.0.0.1:1", "/v1/entities/The%20Prowler?x=1");
+        let h = g.to_hyper().expect("valid");
+        assert_eq!(h.method(), Method::GET);
+        assert_eq!(h.uri().query(), Some("x=1"));
+        assert!(g.body().is_empty());
+    }
+
+    #[test]
+    fn content_length_chunked_and_close() {
         let (addr, server) = serve(vec![
             b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n",
@@ -410,7 +426,7 @@ mod tests {
         assert_eq!((r.status, r.body_len, r.closed), (200, 5, false));
         assert_eq!(c.body(), b"hello");
         let r = c.exchange(&req).expect("chunked");
-        assert_eq!((r.status, r.closed), (200, false));
+        assert_eq!((r.status, r.body_len, r.closed), (200, 5, false));
         assert_eq!(c.body(), b"abcde");
         let r = c.exchange(&req).expect("close");
         assert_eq!((r.status, r.body_len, r.closed), (503, 0, true));
@@ -424,11 +440,93 @@ mod tests {
     }
 
     #[test]
+    fn get_and_http10() {
+        let (addr, server) = serve(vec![
+            b"HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\none",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\ntwo",
+        ]);
+        let mut c = Client::new(addr, Duration::from_secs(5));
+        let req = get(&addr.to_string(), "/readyz");
+        let r = c.exchange(&req).expect("HTTP/1.0");
+        assert_eq!((r.status, r.closed), (200, true));
+        assert_eq!(c.take_body(), b"one");
+        let r = c.exchange(&req).expect("after reconnect");
+        assert_eq!((r.status, r.closed), (200, false));
+        assert_eq!(c.body(), b"two");
+        assert_eq!(c.connects, 2);
+        drop(c);
+        assert_eq!(server.join().expect("server thread"), 2);
+    }
+
+    #[test]
     fn eof_is_an_error() {
         let (addr, _server) = serve(vec![]);
         let req = post_json(&addr.to_string(), "/x", br#"{"a":1}"#);
         let mut c = Client::new(addr, Duration::from_secs(5));
         assert!(c.exchange(&req).is_err());
         assert!(!c.connected());
+    }
+
+    #[test]
+    fn silent_server_times_out() {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().expect("accept");
+            let mut b = [0u8; 1024];
+            // Read the request, answer nothing, wait for the client to hang up.
+            while matches!(s.read(&mut b), Ok(n) if n > 0) {}
+        });
+        let mut c = Client::new(addr, Duration::from_millis(200));
+        let t = Instant::now();
+        let e = c
+            .exchange(&get(&addr.to_string(), "/"))
+            .expect_err("no answer");
+        let took = t.elapsed();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        assert!(took >= Duration::from_millis(200), "{took:?}");
+        assert!(took < Duration::from_secs(3), "{took:?}");
+        assert!(!c.connected());
+        // The socket was closed on the error: the server sees EOF.
+        server.join().expect("server thread");
+    }
+
+    #[test]
+    fn body_limit() {
+        let (addr, _server) = serve(vec![
+            b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nfour",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfive!",
+        ]);
+        let req = get(&addr.to_string(), "/");
+        let mut c = Client::new(addr, Duration::from_secs(5)).body_limit(4);
+        c.exchange(&req).expect("at the limit");
+        assert_eq!(c.body(), b"four");
+        let e = c.exchange(&req).expect_err("over the limit");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+        assert!(!c.connected());
+
+        let (addr, _server) = serve(vec![
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n",
+        ]);
+        let mut c = Client::new(addr, Duration::from_secs(5)).body_limit(4);
+        let e = c
+            .exchange(&get(&addr.to_string(), "/"))
+            .expect_err("chunked over the limit");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+    }
+
+    #[test]
+    fn refused_and_bad_path() {
+        let addr = TcpListener::bind("127.0.0.1:0")
+            .expect("bind")
+            .local_addr()
+            .expect("addr");
+        let mut c = Client::new(addr, Duration::from_secs(5));
+        assert!(c.exchange(&get(&addr.to_string(), "/")).is_err());
+        assert_eq!(c.connects, 0);
+        let e = c
+            .exchange(&get(&addr.to_string(), "no path"))
+            .expect_err("bad path");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
     }
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::keepalive::{post_json, Client};
+use crate::keepalive::{post_json, Client, Request};
 
 /// The answer names of a `/v1/query` body, sorted (the comparison key).
 pub fn answer_names(body: &[u8]) -> Option<Vec<String>> {
@@ -46,7 +46,7 @@ pub static PHASE: AtomicU64 = AtomicU64::new(0);
 /// `interval`, each answer compared with `gold` (the answers first seen).
 pub fn live_client(
     addr: SocketAddr,
-    queries: Arc<Vec<(String, Vec<u8>)>>,
+    queries: Arc<Vec<(String, Request)>>,
     gold: Arc<HashMap<String, Vec<String>>>,
     offset: usize,
     interval: Duration,
@@ -248,7 +248,7 @@ pub fn hostile_requests(
     nested.extend(std::iter::repeat_n(b']', depth));
     nested.push(b'}');
     let nested = post_json(&host, "/v1/query", &nested);
-    let fanout: Vec<Vec<u8>> = fanout
+    let fanout: Vec<Request> = fanout
         .iter()
         .map(|q| {
             let body = serde_json::json!({"query": q, "top_k": 10}).to_string();

@@ -19,13 +19,14 @@
 //!
 //! Query files hold `<DSL><TAB>answers` lines (see
 //! `benches/metaqa/gold_queries.py`); only the DSL is sent, as
-//! `{"query": DSL, "top_k": K}`, each request serialized once up front.
+//! `{"query": DSL, "top_k": K}`, each request prepared once up front.
 //! Several files are mixed (one fixed-seed shuffle of all their lines).
 //! `--concurrency` threads each keep one keep-alive HTTP/1.1 connection
-//! (TCP_NODELAY) and walk the queries round-robin from their own offset,
-//! reconnecting after an error. Responses that complete during the warm-up
+//! (hyper's client, TCP_NODELAY; [`kgbox_benches::keepalive`]) and walk the
+//! queries round-robin from their own offset, reconnecting after an error. Responses that complete during the warm-up
 //! are not counted; the measured window is `--seconds` long, after which no
-//! new request is sent. Every read has a timeout (`--timeout-ms`).
+//! new request is sent. Every exchange, connecting included, has a timeout
+//! (`--timeout-ms`).
 //!
 //! Each worker records its latencies in one HDR histogram per file
 //! ([`LatencyHistogram`], 3 significant digits, memory independent of the
@@ -79,7 +80,7 @@ struct Args {
     /// Send `"paths": false` (no provenance paths in the answers).
     #[arg(long)]
     no_paths: bool,
-    /// Limit on each connect, write and read, and on one whole exchange.
+    /// Limit on one whole exchange (connect, write, read).
     #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u32).range(10..=120_000))]
     timeout_ms: u32,
     /// Print a JSON object instead of the table.
@@ -161,7 +162,7 @@ fn read_query_file(path: &Path) -> Result<QueryFile> {
 
 /// A request ready to write, and which file it came from.
 struct Query {
-    request: Vec<u8>,
+    request: keepalive::Request,
     file: usize,
 }
 
@@ -1060,12 +1061,13 @@ mod tests {
         let q = build_requests(&files, "127.0.0.1:1", 10, true).expect("requests");
         assert_eq!(q.len(), 3);
         let one = q.iter().find(|q| q.file == 0).expect("file 0");
-        let text = String::from_utf8(one.request.clone()).expect("utf-8");
-        let (_, body) = text.split_once("\r\n\r\n").expect("head");
-        let v: Value = serde_json::from_str(body).expect("json");
+        let body = one.request.body();
+        let v: Value = serde_json::from_slice(body).expect("json");
         assert_eq!(v["query"], r#""Joel \"Z\"" -> directed_by_inv"#);
         assert_eq!(v["top_k"], 10);
-        assert!(text.contains(&format!("Content-Length: {}\r\n", body.len())));
+        let len = body.len().to_string();
+        assert_eq!(one.request.header("content-length"), Some(len.as_str()));
+        assert_eq!(one.request.header("host"), Some("127.0.0.1:1"));
     }
 
     #[test]
