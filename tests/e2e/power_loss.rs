@@ -19,9 +19,9 @@ fn synthetic_tsv(path: &Path, triples: usize, extra: usize) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(42);
     let mut w = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
     for _ in 0..triples {
-        let h = rng.gen_range(0..60_000u32);
-        let r = rng.gen_range(0..24u32);
-        let t = rng.gen_range(0..60_000u32);
+        let h = rng.random_range(0..60_000u32);
+        let r = rng.random_range(0..24u32);
+        let t = rng.random_range(0..60_000u32);
         writeln!(w, "e{h}\tr{r}\te{t}").unwrap();
     }
     for i in 0..extra {
@@ -68,7 +68,7 @@ fn sigkill_during_install_leaves_a_valid_active_bundle() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let delay = full.mul_f64(rng.gen_range(0.0..1.1));
+        let delay = full.mul_f64(rng.random_range(0.0..1.1));
         std::thread::sleep(delay);
         let finished_first = child.try_wait().unwrap().is_some();
         child.kill().unwrap_or(()); // SIGKILL

@@ -204,7 +204,7 @@ fn random_tsv(dir: &Path, n: usize) -> PathBuf {
     let mut rng = rand::rngs::StdRng::seed_from_u64(5);
     let mut word = |len: usize| -> String {
         (0..len)
-            .map(|_| rng.gen_range(b'a'..=b'z') as char)
+            .map(|_| rng.random_range(b'a'..=b'z') as char)
             .collect()
     };
     let mut text = String::from("Blade Runner\tdirected_by\tRidley Scott\n");

@@ -101,13 +101,13 @@ fn damaged_images_never_panic() {
     for round in 0..400 {
         let mut bytes = good.to_vec();
         // Damage the data region (the prefix is parsed and checked separately).
-        for _ in 0..rng.gen_range(1..8) {
-            let at = rng.gen_range(header_end..bytes.len());
-            bytes[at] = rng.gen();
+        for _ in 0..rng.random_range(1..8) {
+            let at = rng.random_range(header_end..bytes.len());
+            bytes[at] = rng.random();
         }
         if round % 10 == 0 {
             // Also zero a whole run, as a torn write would.
-            let at = rng.gen_range(header_end..bytes.len() - 256);
+            let at = rng.random_range(header_end..bytes.len() - 256);
             bytes[at..at + 256].fill(0);
         }
         let img = AlignedBytes::from_slice(&bytes);
@@ -136,14 +136,14 @@ fn damaged_prefixes_and_truncations_are_errors() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(2);
     for _ in 0..500 {
         let mut bytes = good.to_vec();
-        let at = rng.gen_range(0..2048.min(bytes.len()));
-        bytes[at] ^= 1 << rng.gen_range(0..8);
+        let at = rng.random_range(0..2048.min(bytes.len()));
+        bytes[at] ^= 1 << rng.random_range(0..8);
         let _ = ImageView::parse(&AlignedBytes::from_slice(&bytes), include_in_image);
-        let cut = rng.gen_range(0..bytes.len());
+        let cut = rng.random_range(0..bytes.len());
         assert!(
             ImageView::parse(&AlignedBytes::from_slice(&good[..cut]), include_in_image).is_err()
         );
-        let _ = BundleReader::open(Cursor::new(&FIXTURE[..rng.gen_range(0..FIXTURE.len())]));
+        let _ = BundleReader::open(Cursor::new(&FIXTURE[..rng.random_range(0..FIXTURE.len())]));
     }
 }
 
@@ -182,9 +182,9 @@ fn check_index_refuses_a_damaged_index() {
     for round in 0..300 {
         let mut bytes = fst.clone();
         // Damage the node bytes, not the header and footer fst checks.
-        for _ in 0..rng.gen_range(1..4) {
-            let at = rng.gen_range(24..bytes.len() - 24);
-            bytes[at] = rng.gen();
+        for _ in 0..rng.random_range(1..4) {
+            let at = rng.random_range(24..bytes.len() - 24);
+            bytes[at] = rng.random();
         }
         g.set_section(s::INDEX_FST, &bytes);
         let Ok(kg) = g.kg() else { continue };
