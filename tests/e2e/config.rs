@@ -475,3 +475,30 @@ fn bad_configs_fail_naming_the_key() {
         stderr(&o)
     );
 }
+
+/// A quoted `KGBOX_*` value with a backslash escape and a non-ASCII
+/// character (which figment's parser would panic on or misread, found by
+/// the `config` fuzz target) is refused naming the variable, by `config
+/// check` and by `serve`; a secret with such a value is not config and
+/// passes.
+#[test]
+fn an_env_value_figment_cannot_read_is_refused_by_name() {
+    let value = "\"caf\u{e9}\\n\"";
+    fails(
+        "",
+        &[("KGBOX_LOG__LEVEL", value)],
+        &["KGBOX_LOG__LEVEL", "backslash"],
+    );
+    let o = kgbox(
+        &["serve", "--listen", "127.0.0.1:1"],
+        &[("KGBOX_LOG__LEVEL", value)],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("KGBOX_LOG__LEVEL"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ok.toml");
+    std::fs::write(&path, "").unwrap();
+    let o = check(&path, &[("KGBOX_ADMIN_TOKEN", value)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

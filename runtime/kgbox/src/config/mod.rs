@@ -290,6 +290,9 @@ impl Config {
             fig = fig.merge(Toml::file_exact(&path));
         }
         let secrets = secret_vars(&fig.clone().merge(config_env(Vec::new())));
+        if let Some(problem) = unreadable_env(&secrets) {
+            return Err(Error::Config(problem));
+        }
         Ok(fig.merge(config_env(secrets)))
     }
 
@@ -428,23 +431,65 @@ impl Config {
 }
 
 /// The `KGBOX_*` variables as configuration keys (`__` separates nesting),
-/// leaving out `KGBOX_CONFIG` and the variables named in `skip`.
+/// leaving out `KGBOX_CONFIG`, the variables named in `skip`, and the
+/// values figment cannot read ([`unreadable_value`]; [`Config::figment`]
+/// refuses those by name).
 pub fn config_env(skip: Vec<String>) -> Env {
-    let skip: Vec<String> = skip
-        .iter()
-        .filter_map(|name| {
-            let (prefix, rest) = (name.get(..6)?, name.get(6..)?);
-            prefix
-                .eq_ignore_ascii_case("KGBOX_")
-                .then(|| rest.to_string())
+    let skip = env_keys(&skip);
+    let unreadable: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, v)| {
+            let name = k.into_string().ok()?;
+            let rest = kgbox_key(&name)?;
+            unreadable_value(&v.to_string_lossy()).then(|| rest.to_string())
         })
         .collect();
     Env::prefixed("KGBOX_")
         .filter(move |k| {
             !k.as_str().eq_ignore_ascii_case("config")
                 && !skip.iter().any(|s| k.as_str().eq_ignore_ascii_case(s))
+                && !unreadable
+                    .iter()
+                    .any(|s| k.as_str().eq_ignore_ascii_case(s))
         })
         .split("__")
+}
+
+/// The part of `KGBOX_NAME` after the prefix (any case), if it has it.
+fn kgbox_key(name: &str) -> Option<&str> {
+    let (prefix, rest) = (name.get(..6)?, name.get(6..)?);
+    prefix.eq_ignore_ascii_case("KGBOX_").then_some(rest)
+}
+
+fn env_keys(names: &[String]) -> Vec<String> {
+    names
+        .iter()
+        .filter_map(|n| kgbox_key(n).map(str::to_string))
+        .collect()
+}
+
+/// A value figment's environment parser cannot read: a quoted string with a
+/// backslash escape and a non-ASCII character (figment 0.10 slices it at a
+/// character count as if it were a byte offset: it panics or reads the
+/// wrong text).
+pub fn unreadable_value(value: &str) -> bool {
+    value.contains('"') && value.contains('\\') && !value.is_ascii()
+}
+
+/// The first `KGBOX_*` configuration variable (not `KGBOX_CONFIG`, not one
+/// of `skip`) whose value figment cannot read, with why.
+fn unreadable_env(skip: &[String]) -> Option<String> {
+    let skip = env_keys(skip);
+    std::env::vars_os().find_map(|(k, v)| {
+        let name = k.into_string().ok()?;
+        let rest = kgbox_key(&name)?;
+        let config = !rest.eq_ignore_ascii_case("config")
+            && !skip.iter().any(|s| rest.eq_ignore_ascii_case(s));
+        (config && unreadable_value(&v.to_string_lossy())).then(|| {
+            format!(
+                "{name}: a quoted value with a backslash escape and a non-ASCII character cannot be read; write it without quotes, or without the escape"
+            )
+        })
+    })
 }
 
 /// `key: problem (in FILE)` or `key: problem (from KGBOX_VAR)` for each
