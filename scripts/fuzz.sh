@@ -10,6 +10,12 @@
 #   bash scripts/fuzz.sh             # CI: every target, 20 s each
 #   bash scripts/fuzz.sh 3600 sparql # the long run of one target
 #   FUZZ_JOBS=2 bash scripts/fuzz.sh 3600   # two targets at a time
+#
+# FUZZ_KEEP=DIR keeps each target's grown corpus in DIR/TARGET (created when
+# missing) instead of a scratch directory, so a long run can go on from
+# where an earlier one stopped. FUZZ_TIMEOUT=N (default 10) is the seconds
+# one input may take; raise it when the machine is shared, since libFuzzer
+# times inputs by the wall clock.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-20}
@@ -31,21 +37,25 @@ echo "fuzz.sh: building ${#TARGETS[@]} targets (nightly, address sanitizer)"
 
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
+KEEP=${FUZZ_KEEP:-}
+TIMEOUT=${FUZZ_TIMEOUT:-10}
 JOBS=${FUZZ_JOBS:-1}
 run_one() {
   local t=$1
-  mkdir -p "$WORK/$t" "fuzz/artifacts/$t"
+  local corpus_dir="$WORK/$t"
+  [[ -n "$KEEP" ]] && corpus_dir="$KEEP/$t"
+  mkdir -p "$corpus_dir" "fuzz/artifacts/$t"
   local log="$WORK/$t.log"
   local rc=0
   # CPU seconds (user + system) as well as wall time: targets run side by
   # side (FUZZ_JOBS) share the cores.
   /usr/bin/time -f '%U %S' -o "$WORK/$t.cpu" \
     bash -c 'cd fuzz && exec cargo +nightly fuzz run --debug-assertions "$1" "$2" "corpus/$1" -- \
-      -max_total_time="$3" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
-      -artifact_prefix="artifacts/$1/"' _ "$t" "$WORK/$t" "$SECONDS_EACH" >"$log" 2>&1 || rc=$?
+      -max_total_time="$3" -timeout="$4" -rss_limit_mb=4096 -print_final_stats=1 \
+      -artifact_prefix="artifacts/$1/"' _ "$t" "$corpus_dir" "$SECONDS_EACH" "$TIMEOUT" >"$log" 2>&1 || rc=$?
   local runs corpus cpu
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  corpus=$(find "$WORK/$t" -type f | wc -l)
+  corpus=$(find "$corpus_dir" -type f | wc -l)
   cpu=$(awk 'END { printf "%.0f", $1 + $2 }' "$WORK/$t.cpu" 2>/dev/null || echo '?')
   if ((rc == 0)); then
     printf '%-16s %10s inputs in %ss (%s CPU s), %6s in the corpus, 0 crashes\n' \
@@ -57,7 +67,7 @@ run_one() {
   fi
 }
 export -f run_one
-export WORK SECONDS_EACH
+export WORK SECONDS_EACH KEEP TIMEOUT
 failed=0
 printf '%s\n' "${TARGETS[@]}" | xargs -P "$JOBS" -I{} bash -c 'run_one "$@"' _ {} || failed=1
 if ((failed)); then
