@@ -224,6 +224,18 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
+/// The HTTP client for a device: each exchange within `timeout`, error
+/// statuses read as replies (a device's error body says why), and no proxy
+/// from the environment (devices are on the local network).
+fn http_agent(timeout: Duration) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .proxy(None)
+        .build()
+        .new_agent()
+}
+
 pub(crate) fn progress_bar(len: u64, quiet: bool) -> indicatif::ProgressBar {
     if quiet {
         return indicatif::ProgressBar::hidden();
@@ -271,24 +283,25 @@ fn push_http(args: &PushArgs, url: &str, bundle: &Bundle) -> Result<()> {
         endpoint.push_str("?allow_downgrade=true");
     }
     let bar = progress_bar(bundle.size, args.quiet);
-    let body = Counting {
+    let mut body = Counting {
         inner: &bundle.file,
         bar: bar.clone(),
     };
     let started = Instant::now();
-    let resp = ureq::AgentBuilder::new()
-        .timeout(args.timeout)
-        .build()
+    // Error statuses are replies: their JSON body says why.
+    let resp = http_agent(args.timeout)
         .put(&endpoint)
-        .set("Authorization", &format!("Bearer {token}"))
-        .set("Content-Type", "application/octet-stream")
-        .set("Content-Length", &bundle.size.to_string())
-        .send(body);
+        .header("Authorization", format!("Bearer {token}"))
+        .header("Content-Type", "application/octet-stream")
+        .header("Content-Length", bundle.size.to_string())
+        .send(ureq::SendBody::from_reader(&mut body));
     bar.finish_and_clear();
     let secs = started.elapsed().as_secs_f64();
     let (status, text) = match resp {
-        Ok(r) => (r.status(), r.into_string().unwrap_or_default()),
-        Err(ureq::Error::Status(code, r)) => (code, r.into_string().unwrap_or_default()),
+        Ok(mut r) => (
+            r.status().as_u16(),
+            r.body_mut().read_to_string().unwrap_or_default(),
+        ),
         Err(e) => bail!("cannot reach {endpoint}: {e}"),
     };
     println!(

@@ -182,13 +182,15 @@ fn make(old: &Path, key: &Path, args: &PushArgs, new_digest: &str) -> Result<Pic
 fn http_status(url: &str, timeout: Duration) -> Result<Option<DeviceStatus>> {
     let base = url.trim_end_matches('/');
     let base = base.strip_suffix("/v1/bundles").unwrap_or(base);
-    let resp = ureq::AgentBuilder::new()
-        .timeout(timeout.min(Duration::from_secs(30)))
-        .build()
+    let mut resp = super::http_agent(timeout.min(Duration::from_secs(30)))
         .get(&format!("{base}/v1/status"))
         .call()
         .with_context(|| format!("GET {base}/v1/status"))?;
-    Ok(Some(resp.into_json::<DeviceStatus>()?))
+    let status = resp.status();
+    if !status.is_success() {
+        bail!("GET {base}/v1/status answered {status}");
+    }
+    Ok(Some(resp.body_mut().read_json::<DeviceStatus>()?))
 }
 
 /// The device's retained status message (`kgbox/{id}/status`).

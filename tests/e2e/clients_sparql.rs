@@ -62,16 +62,14 @@ fn sparql_protocol_forms_and_errors() {
         server.port,
         encode(&q)
     );
-    let r = ureq::get(&url)
-        .set("Accept", "text/html;q=0.9, text/tab-separated-values")
+    let mut r = client(Duration::from_secs(30))
+        .get(&url)
+        .header("Accept", "text/html;q=0.9, text/tab-separated-values")
         .call()
         .unwrap();
-    assert!(
-        r.content_type().contains("tab-separated-values"),
-        "{}",
-        r.content_type()
-    );
-    let tsv = r.into_string().unwrap();
+    let media = r.body().mime_type().unwrap_or("").to_string();
+    assert!(media.contains("tab-separated-values"), "{media}");
+    let tsv = r.body_mut().read_to_string().unwrap();
     assert!(
         tsv.starts_with("?m\n") && tsv.contains(&format!("<{E}Malcolm%20X>")),
         "{tsv}"

@@ -320,8 +320,8 @@ fn serve_until_good(mut cmd: Command) -> bool {
             return false;
         }
         let url = format!("http://127.0.0.1:{port}/v1/status");
-        if let Ok(r) = ureq::get(&url).timeout(Duration::from_secs(5)).call() {
-            let v: serde_json::Value = r.into_json().unwrap_or_default();
+        if let Ok(mut r) = client(Duration::from_secs(5)).get(&url).call() {
+            let v: serde_json::Value = r.body_mut().read_json().unwrap_or_default();
             let marked_good = v.to_string().contains("\"good\"");
             if marked_good && ready_at.is_none() {
                 ready_at = Some(Instant::now());
@@ -427,10 +427,10 @@ fn traced_upload(
         .unwrap();
     wait_attached(server.pid());
     let url = format!("http://127.0.0.1:{}/v1/bundles", server.port);
-    let answered = ureq::put(&url)
-        .set("Authorization", &format!("Bearer {TOKEN}"))
-        .timeout(Duration::from_secs(120))
-        .send_bytes(body)
+    let answered = client(Duration::from_secs(120))
+        .put(&url)
+        .header("Authorization", format!("Bearer {TOKEN}"))
+        .send(body)
         .is_ok();
     drop(server);
     let _ = strace.wait();
@@ -567,20 +567,20 @@ fn every_point_of_an_upload_with_unflushed_writes_lost_leaves_a_device_that_answ
         let server = device.serve_with_env(&env);
         std::fs::write(&arm, b"").unwrap();
         let url = format!("http://127.0.0.1:{}/v1/bundles", server.port);
-        let answered = ureq::put(&url)
-            .set("Authorization", &format!("Bearer {TOKEN}"))
-            .timeout(Duration::from_secs(120))
-            .send_bytes(&body)
+        let answered = client(Duration::from_secs(120))
+            .put(&url)
+            .header("Authorization", format!("Bearer {TOKEN}"))
+            .send(&body[..])
             .is_ok();
         // The new bundle's trial and good marks follow the answer.
         let status = format!("http://127.0.0.1:{}/v1/status", server.port);
         let deadline = Instant::now() + Duration::from_secs(10);
         while answered && Instant::now() < deadline {
-            let good = ureq::get(&status)
-                .timeout(Duration::from_secs(5))
+            let good = client(Duration::from_secs(5))
+                .get(&status)
                 .call()
                 .ok()
-                .and_then(|r| r.into_json::<serde_json::Value>().ok())
+                .and_then(|mut r| r.body_mut().read_json::<serde_json::Value>().ok())
                 .is_some_and(|v| v.to_string().contains("\"good\""));
             if good {
                 std::thread::sleep(Duration::from_millis(300));

@@ -171,10 +171,10 @@ fn a_crash_between_switch_and_mark_good_rolls_back_at_the_next_start() {
     let pusher = std::thread::spawn(move || {
         let url = format!("http://127.0.0.1:{port}/v1/bundles");
         // The connection dies with the server.
-        let _ = ureq::put(&url)
-            .set("Authorization", &format!("Bearer {TOKEN}"))
-            .timeout(Duration::from_secs(120))
-            .send_bytes(&body);
+        let _ = client(Duration::from_secs(120))
+            .put(&url)
+            .header("Authorization", format!("Bearer {TOKEN}"))
+            .send(&body[..]);
     });
     // Switched and serving 2.0.0, not yet marked good.
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -274,9 +274,7 @@ fn five_hot_swaps_under_load_fail_no_request() {
         .map(|_| {
             let (done, failed, swapping) = (done.clone(), failed.clone(), swapping.clone());
             std::thread::spawn(move || {
-                let agent = ureq::AgentBuilder::new()
-                    .timeout(Duration::from_secs(30))
-                    .build();
+                let agent = client(Duration::from_secs(30));
                 let url = format!("http://127.0.0.1:{port}/v1/query");
                 let body = serde_json::json!({"query": "\"Blade Runner\" -> directed_by"});
                 let mut errors = Vec::new();
@@ -284,8 +282,9 @@ fn five_hot_swaps_under_load_fail_no_request() {
                     || done.load(Ordering::Acquire) < MIN_REQUESTS
                 {
                     let ok = match agent.post(&url).send_json(&body) {
-                        Ok(r) => r
-                            .into_json::<serde_json::Value>()
+                        Ok(mut r) => r
+                            .body_mut()
+                            .read_json::<serde_json::Value>()
                             .map(|v| answer_names(&v) == ["Ridley Scott"])
                             .unwrap_or(false),
                         Err(e) => {

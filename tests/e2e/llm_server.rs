@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use kgbox_testkit::openai_server::FakeLlm;
 use kgbox_testkit::{
-    free_port, leaked, learned_demo_bundle, read_jsonl, test_gguf, triple_forms, Device, Keys,
+    client, free_port, leaked, learned_demo_bundle, read_jsonl, test_gguf, triple_forms, Device,
+    Keys,
 };
 use serde_json::json;
 
@@ -77,7 +78,8 @@ impl LlamaServer {
             if let Ok(Some(status)) = server.child.try_wait() {
                 panic!("llama_cpp.server exited with {status}");
             }
-            if ureq::get(&format!("{}/models", server.base_url()))
+            if client(Duration::from_secs(30))
+                .get(&format!("{}/models", server.base_url()))
                 .call()
                 .is_ok()
             {

@@ -181,12 +181,12 @@ impl Prometheus {
         let url = format!("http://127.0.0.1:{}/api/v1/query", self.port);
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if let Ok(r) = ureq::get(&url)
+            if let Ok(mut r) = client(Duration::from_secs(5))
+                .get(&url)
                 .query("query", query)
-                .timeout(Duration::from_secs(5))
                 .call()
             {
-                let v: serde_json::Value = r.into_json().unwrap();
+                let v: serde_json::Value = r.body_mut().read_json().unwrap();
                 if let Some(x) = v["data"]["result"][0]["value"][1].as_str() {
                     return x.parse().unwrap();
                 }

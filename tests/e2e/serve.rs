@@ -313,7 +313,10 @@ fn config_errors_and_env_overrides() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let mut ok = false;
     while std::time::Instant::now() < deadline {
-        if let Ok(r) = ureq::get(&format!("http://127.0.0.1:{port}/readyz")).call() {
+        if let Ok(r) = client(std::time::Duration::from_secs(30))
+            .get(&format!("http://127.0.0.1:{port}/readyz"))
+            .call()
+        {
             ok = r.status() == 200;
             break;
         }

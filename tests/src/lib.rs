@@ -300,9 +300,12 @@ impl Server {
 
     fn try_get(&self, path: &str) -> Result<(u16, String), String> {
         let url = format!("http://127.0.0.1:{}{path}", self.port);
-        match ureq::get(&url).timeout(Duration::from_secs(10)).call() {
-            Ok(r) => Ok((r.status(), r.into_string().map_err(|e| e.to_string())?)),
-            Err(ureq::Error::Status(code, r)) => Ok((code, r.into_string().unwrap_or_default())),
+        match client_any_status(Duration::from_secs(10)).get(&url).call() {
+            Ok(mut r) if r.status().as_u16() < 400 => Ok((
+                r.status().as_u16(),
+                r.body_mut().read_to_string().map_err(|e| e.to_string())?,
+            )),
+            Ok(r) => Ok(status_and_text(r)),
             Err(e) => Err(e.to_string()),
         }
     }
@@ -316,13 +319,12 @@ impl Server {
     /// POST `body` as JSON (or with `content_type`): (status, body).
     pub fn post(&self, path: &str, content_type: &str, body: &str) -> (u16, String) {
         let url = format!("http://127.0.0.1:{}{path}", self.port);
-        match ureq::post(&url)
-            .timeout(Duration::from_secs(30))
-            .set("Content-Type", content_type)
-            .send_string(body)
+        match client_any_status(Duration::from_secs(30))
+            .post(&url)
+            .header("Content-Type", content_type)
+            .send(body)
         {
-            Ok(r) => (r.status(), r.into_string().unwrap_or_default()),
-            Err(ureq::Error::Status(code, r)) => (code, r.into_string().unwrap_or_default()),
+            Ok(r) => status_and_text(r),
             Err(e) => panic!("POST {path}: {e}; log: {}", self.log()),
         }
     }
@@ -377,13 +379,12 @@ impl Server {
         body: &[u8],
     ) -> (u16, serde_json::Value) {
         let url = format!("http://127.0.0.1:{}{path}", self.port);
-        let mut req = ureq::put(&url).timeout(Duration::from_secs(300));
+        let mut req = client_any_status(Duration::from_secs(300)).put(&url);
         if let Some(t) = token {
-            req = req.set("Authorization", &format!("Bearer {t}"));
+            req = req.header("Authorization", format!("Bearer {t}"));
         }
-        let (status, text) = match req.send_bytes(body) {
-            Ok(r) => (r.status(), r.into_string().unwrap()),
-            Err(ureq::Error::Status(code, r)) => (code, r.into_string().unwrap()),
+        let (status, text) = match req.send(body) {
+            Ok(mut r) => (r.status().as_u16(), r.body_mut().read_to_string().unwrap()),
             Err(e) => panic!("PUT {path}: {e}"),
         };
         let v = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
@@ -393,18 +394,46 @@ impl Server {
     /// `POST path` with a bearer token and an empty body: (status, JSON body).
     pub fn post_admin(&self, path: &str, token: Option<&str>) -> (u16, serde_json::Value) {
         let url = format!("http://127.0.0.1:{}{path}", self.port);
-        let mut req = ureq::post(&url).timeout(Duration::from_secs(60));
+        let mut req = client_any_status(Duration::from_secs(60)).post(&url);
         if let Some(t) = token {
-            req = req.set("Authorization", &format!("Bearer {t}"));
+            req = req.header("Authorization", format!("Bearer {t}"));
         }
-        let (status, text) = match req.call() {
-            Ok(r) => (r.status(), r.into_string().unwrap()),
-            Err(ureq::Error::Status(code, r)) => (code, r.into_string().unwrap()),
+        let (status, text) = match req.send_empty() {
+            Ok(mut r) => (r.status().as_u16(), r.body_mut().read_to_string().unwrap()),
             Err(e) => panic!("POST {path}: {e}"),
         };
         let v = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
         (status, v)
     }
+}
+
+/// An HTTP client for the servers the tests start: each exchange within
+/// `timeout`, no proxy from the environment; a status of 400 or more is
+/// `Err(ureq::Error::StatusCode(code))`.
+pub fn client(timeout: Duration) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .proxy(None)
+        .build()
+        .new_agent()
+}
+
+/// As [`client`], with every status a reply (so an error's body can be read).
+pub fn client_any_status(timeout: Duration) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .proxy(None)
+        .build()
+        .new_agent()
+}
+
+/// A reply's status and its body as text (empty when it cannot be read).
+pub fn status_and_text(mut r: ureq::http::Response<ureq::Body>) -> (u16, String) {
+    (
+        r.status().as_u16(),
+        r.body_mut().read_to_string().unwrap_or_default(),
+    )
 }
 
 /// A reply with its headers, from [`Server::send`].
@@ -436,36 +465,44 @@ impl Server {
         body: Option<&str>,
     ) -> Reply {
         let url = format!("http://127.0.0.1:{}{path}", self.port);
-        let mut req = ureq::request(method, &url).timeout(Duration::from_secs(60));
+        let mut req = ureq::http::Request::builder().method(method).uri(&url);
         let typed = headers
             .iter()
             .any(|(n, _)| n.eq_ignore_ascii_case("content-type"));
         if body.is_some() && !typed {
-            req = req.set("Content-Type", "application/json");
+            req = req.header("Content-Type", "application/json");
         }
         for (name, value) in headers {
-            req = req.set(name, value);
+            req = req.header(*name, *value);
         }
+        let agent = client_any_status(Duration::from_secs(60));
+        // Without a body, POST, PUT and PATCH send an empty one (a
+        // `Content-Length: 0`); other methods send none.
         let result = match body {
-            Some(b) => req.send_string(b),
-            None => req.call(),
+            Some(b) => req.body(b.as_bytes()).map(|r| agent.run(r)),
+            None if matches!(method, "POST" | "PUT" | "PATCH") => {
+                req.body(&b""[..]).map(|r| agent.run(r))
+            }
+            None => req.body(()).map(|r| agent.run(r)),
         };
         let resp = match result {
-            Ok(r) | Err(ureq::Error::Status(_, r)) => r,
-            Err(e) => panic!("{method} {path}: {e}; log: {}", self.log()),
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => panic!("{method} {path}: {e}; log: {}", self.log()),
+            Err(e) => panic!("{method} {path}: {e}"),
         };
         let headers = resp
-            .headers_names()
-            .into_iter()
-            .filter_map(|n| {
-                let v = resp.header(&n)?.to_string();
-                Some((n.to_ascii_lowercase(), v))
+            .headers()
+            .iter()
+            .map(|(n, v)| {
+                let v = String::from_utf8_lossy(v.as_bytes()).into_owned();
+                (n.as_str().to_ascii_lowercase(), v)
             })
             .collect();
+        let (status, text) = status_and_text(resp);
         Reply {
-            status: resp.status(),
+            status,
             headers,
-            body: resp.into_string().unwrap_or_default(),
+            body: text,
         }
     }
 }

@@ -664,18 +664,24 @@ mod tests {
         out
     }
 
+    /// The test client: every status a reply, no proxy from the environment.
+    fn http() -> ureq::Agent {
+        crate::client_any_status(Duration::from_secs(30))
+    }
+
     #[test]
     fn chat_completion_shape() {
         let server = echo();
         assert!(server.base_url().starts_with("http://127.0.0.1:"));
         assert!(server.base_url().ends_with("/v1"));
-        let resp = ureq::post(&format!("{}/chat/completions", server.base_url()))
-            .set("Content-Type", "application/json")
-            .send_string(&chat_body("find the capital of France"))
+        let mut resp = http()
+            .post(&format!("{}/chat/completions", server.base_url()))
+            .header("Content-Type", "application/json")
+            .send(&chat_body("find the capital of France"))
             .unwrap();
         assert_eq!(resp.status(), 200);
-        assert_eq!(resp.content_type(), "application/json");
-        let v: Value = resp.into_json().unwrap();
+        assert_eq!(resp.body().mime_type(), Some("application/json"));
+        let v: Value = resp.body_mut().read_json().unwrap();
         assert_eq!(v["object"], "chat.completion");
         assert!(v["id"].as_str().unwrap().starts_with("chatcmpl-"));
         assert!(v["created"].as_u64().unwrap() > 1_600_000_000);
@@ -696,16 +702,17 @@ mod tests {
     #[test]
     fn keep_alive_and_calls_recorded() {
         let server = echo();
-        let agent = ureq::Agent::new();
+        let agent = http();
         let url = format!("{}/chat/completions", server.base_url());
         for q in ["first", "second"] {
             let v: Value = agent
                 .post(&url)
-                .set("Content-Type", "application/json")
-                .set("Authorization", "Bearer sk-test")
-                .send_string(&chat_body(q))
+                .header("Content-Type", "application/json")
+                .header("Authorization", "Bearer sk-test")
+                .send(&chat_body(q))
                 .unwrap()
-                .into_json()
+                .body_mut()
+                .read_json()
                 .unwrap();
             assert_eq!(v["choices"][0]["message"]["content"], format!("echo: {q}"));
         }
@@ -727,12 +734,13 @@ mod tests {
         let server = echo();
         let url = format!("{}/chat/completions", server.base_url());
         for body in ["{not json", r#"{"model":"x"}"#, r#"{"messages":"hi"}"#] {
-            match ureq::post(&url)
-                .set("Content-Type", "application/json")
-                .send_string(body)
+            match http()
+                .post(&url)
+                .header("Content-Type", "application/json")
+                .send(body)
             {
-                Err(ureq::Error::Status(400, resp)) => {
-                    let v: Value = resp.into_json().unwrap();
+                Ok(mut resp) if resp.status() == 400 => {
+                    let v: Value = resp.body_mut().read_json().unwrap();
                     assert_eq!(v["error"]["type"], "invalid_request_error");
                     assert!(v["error"]["message"].is_string());
                 }
@@ -764,8 +772,9 @@ mod tests {
         );
         assert!(out.starts_with("HTTP/1.1 411 "), "{out}");
         // The server survives all of that.
-        let resp = ureq::post(&format!("{}/chat/completions", server.base_url()))
-            .send_string(&chat_body("still alive?"))
+        let resp = http()
+            .post(&format!("{}/chat/completions", server.base_url()))
+            .send(&chat_body("still alive?"))
             .unwrap();
         assert_eq!(resp.status(), 200);
     }
@@ -799,30 +808,36 @@ mod tests {
             _ => Ok("ok".into()),
         });
         let url = format!("{}/chat/completions", server.base_url());
-        match ureq::post(&url).send_string(&chat_body("limit")) {
-            Err(ureq::Error::Status(429, resp)) => {
-                assert_eq!(resp.content_type(), "application/json");
-                let v: Value = resp.into_json().unwrap();
+        match http().post(&url).send(&chat_body("limit")) {
+            Ok(mut resp) if resp.status() == 429 => {
+                assert_eq!(resp.body().mime_type(), Some("application/json"));
+                let v: Value = resp.body_mut().read_json().unwrap();
                 assert_eq!(v["error"]["message"], "slow down");
             }
             other => panic!("expected 429, got {other:?}"),
         }
-        match ureq::post(&url).send_string(&chat_body("boom")) {
-            Err(ureq::Error::Status(500, resp)) => {
-                assert!(resp.into_string().unwrap().contains("reply exploded"));
+        match http().post(&url).send(&chat_body("boom")) {
+            Ok(mut resp) if resp.status() == 500 => {
+                assert!(resp
+                    .body_mut()
+                    .read_to_string()
+                    .unwrap()
+                    .contains("reply exploded"));
             }
             other => panic!("expected 500, got {other:?}"),
         }
-        let v: Value = ureq::get(&format!("{}/models", server.base_url()))
+        let v: Value = http()
+            .get(&format!("{}/models", server.base_url()))
             .call()
             .unwrap()
-            .into_json()
+            .body_mut()
+            .read_json()
             .unwrap();
         assert_eq!(v["object"], "list");
         assert_eq!(v["data"][0]["id"], "fake");
-        match ureq::get(&format!("{}/nope", server.base_url())).call() {
-            Err(ureq::Error::Status(404, resp)) => {
-                let v: Value = resp.into_json().unwrap();
+        match http().get(&format!("{}/nope", server.base_url())).call() {
+            Ok(mut resp) if resp.status() == 404 => {
+                let v: Value = resp.body_mut().read_json().unwrap();
                 assert!(v["error"]["message"].is_string());
             }
             other => panic!("expected 404, got {other:?}"),
@@ -838,11 +853,12 @@ mod tests {
             "stream": true,
             "stream_options": {"include_usage": true},
         });
-        let resp = ureq::post(&format!("{}/chat/completions", server.base_url()))
+        let mut resp = http()
+            .post(&format!("{}/chat/completions", server.base_url()))
             .send_json(body)
             .unwrap();
-        assert_eq!(resp.content_type(), "text/event-stream");
-        let text = resp.into_string().unwrap();
+        assert_eq!(resp.body().mime_type(), Some("text/event-stream"));
+        let text = resp.body_mut().read_to_string().unwrap();
         let data: Vec<&str> = text
             .lines()
             .filter_map(|l| l.strip_prefix("data: "))
@@ -898,12 +914,13 @@ mod tests {
     #[test]
     fn drop_with_idle_keep_alive_connection() {
         let server = echo();
-        let agent = ureq::Agent::new();
+        let agent = http();
         agent
             .post(&format!("{}/chat/completions", server.base_url()))
-            .send_string(&chat_body("x"))
+            .send(&chat_body("x"))
             .unwrap()
-            .into_string()
+            .body_mut()
+            .read_to_string()
             .unwrap();
         // The pooled connection is idle in the server's read: drop must not hang.
         drop(server);

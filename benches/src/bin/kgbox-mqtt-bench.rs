@@ -363,15 +363,17 @@ fn run(args: Args) -> Result<Value> {
         // Again over HTTP (the same version is not a downgrade).
         let body = std::fs::read(bundle)?;
         let t = Instant::now();
-        let agent = ureq::AgentBuilder::new()
-            .timeout(Duration::from_secs(1800))
-            .build();
+        let agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs(1800)))
+            .build()
+            .new_agent();
         let report: Value = agent
             .put(&format!("http://{host}/v1/bundles"))
-            .set("Authorization", &format!("Bearer {ADMIN_TOKEN}"))
-            .send_bytes(&body)
+            .header("Authorization", format!("Bearer {ADMIN_TOKEN}"))
+            .send(&body[..])
             .context("PUT /v1/bundles")?
-            .into_json()?;
+            .body_mut()
+            .read_json()?;
         let http_push_s = t.elapsed().as_secs_f64();
         out["push"] = json!({
             "bundle_bytes": size,

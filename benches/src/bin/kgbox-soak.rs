@@ -242,12 +242,14 @@ fn run(args: Args) -> Result<bool> {
     sleep_checked(third / 2)?;
     let bundle = std::fs::read(&bundles[1])?;
     let deploy = ureq::put(&format!("http://{addr}/v1/bundles"))
-        .set("Authorization", &format!("Bearer {TOKEN}"))
-        .timeout(Duration::from_secs(120))
-        .send_bytes(&bundle);
+        .header("Authorization", format!("Bearer {TOKEN}"))
+        .config()
+        .timeout_global(Some(Duration::from_secs(120)))
+        .http_status_as_error(false)
+        .build()
+        .send(&bundle[..]);
     let deploy_status = match &deploy {
-        Ok(r) => r.status(),
-        Err(ureq::Error::Status(s, _)) => *s,
+        Ok(r) => r.status().as_u16(),
         Err(_) => 0,
     };
     sleep_checked(third / 2)?;

@@ -25,16 +25,19 @@ pub fn run(cfg: &Config, args: &HealthcheckArgs) -> Result<()> {
         None => format!("http://{}", loopback(&cfg.http.listen)),
     };
     let url = format!("{base}/readyz");
-    match ureq::get(&url)
-        .timeout(Duration::from_millis(args.timeout_ms))
-        .call()
-    {
+    // Not through a proxy from the environment: the server is this machine's.
+    let agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_millis(args.timeout_ms)))
+        .http_status_as_error(false)
+        .proxy(None)
+        .build()
+        .new_agent();
+    match agent.get(&url).call() {
         Ok(r) if r.status() == 200 => {
             println!("ready: {url}");
             Ok(())
         }
-        Ok(r) => bail!("not ready: {url} answered {}", r.status()),
-        Err(ureq::Error::Status(code, _)) => bail!("not ready: {url} answered {code}"),
+        Ok(r) => bail!("not ready: {url} answered {}", r.status().as_u16()),
         Err(e) => bail!("not ready: {url}: {e}"),
     }
 }

@@ -181,8 +181,9 @@ impl SparqlStoreConfig {
 }
 
 /// An endpoint must be an absolute `http://` or `https://` URL with a host
-/// (parsed by the `url` crate, as the HTTP client does) and no whitespace
-/// (which the URL parser would silently strip or encode).
+/// (parsed by the `url` crate) and no whitespace (which the URL parser
+/// would silently strip or encode), which the HTTP client's own parser
+/// (`http::Uri`, ureq's) takes too: a request to it cannot fail on its URL.
 fn check_endpoint(e: &str) -> std::result::Result<(), String> {
     if e.chars().any(char::is_whitespace) {
         return Err(format!("{e:?} contains whitespace"));
@@ -194,6 +195,8 @@ fn check_endpoint(e: &str) -> std::result::Result<(), String> {
     if url.host_str().is_none_or(str::is_empty) {
         return Err(format!("{e:?} has no host"));
     }
+    e.parse::<ureq::http::Uri>()
+        .map_err(|err| format!("{e:?} is not a URL the HTTP client takes: {err}"))?;
     Ok(())
 }
 
@@ -271,6 +274,9 @@ mod tests {
             "http://a b/",
             "http://x:port/",
             "http:/ /x",
+            // The `url` crate takes these; the HTTP client does not.
+            "http://store/q<x>",
+            "http://store/`q`",
         ] {
             let c = SparqlStoreConfig {
                 endpoint: Some(bad.into()),

@@ -32,13 +32,20 @@ pub struct Client {
 impl Client {
     /// The client for `settings`; an error when its CA file cannot be used.
     pub fn new(settings: StoreSettings) -> Result<Client, String> {
-        let mut agent = ureq::AgentBuilder::new().timeout_connect(settings.timeout);
+        // Each exchange within the store's timeout (a request bound by an
+        // earlier deadline sets its own); error statuses come back as
+        // replies, whose body is quoted; no proxy from the environment.
+        let mut config = ureq::Agent::config_builder()
+            .timeout_global(Some(settings.timeout))
+            .timeout_connect(Some(settings.timeout))
+            .http_status_as_error(false)
+            .proxy(None);
         if let Some(ca) = &settings.ca_file {
-            agent = agent.tls_config(tls_config(ca)?);
+            config = config.tls_config(tls_config(ca)?);
         }
         Ok(Client {
             settings,
-            agent: agent.build(),
+            agent: config.build().new_agent(),
         })
     }
 
@@ -89,46 +96,57 @@ impl Client {
         let mut req = self
             .agent
             .post(&self.settings.endpoint)
-            .timeout(limit)
-            .set("Content-Type", "application/sparql-query; charset=utf-8")
-            .set("Accept", ACCEPT);
+            .header("Content-Type", "application/sparql-query; charset=utf-8")
+            .header("Accept", ACCEPT);
+        if deadline_bound {
+            req = req.config().timeout_global(Some(limit)).build();
+        }
         if let Some(g) = &self.settings.default_graph {
             req = req.query("default-graph-uri", g);
         }
         if let Some(auth) = &self.settings.auth {
-            req = req.set("Authorization", auth);
+            req = req.header("Authorization", auth);
         }
-        let resp = match req.send_string(query) {
-            Ok(r) => r,
-            Err(ureq::Error::Status(code, r)) => {
-                let mut body = String::new();
+        let resp = match req.send(query) {
+            Ok(r) if r.status().as_u16() >= 400 => {
+                let code = r.status().as_u16();
+                let mut body = Vec::new();
                 let _ = r
+                    .into_body()
                     .into_reader()
                     .take(ERROR_BODY_BYTES)
-                    .read_to_string(&mut body);
-                let body = body.split_whitespace().collect::<Vec<_>>().join(" ");
+                    .read_to_end(&mut body);
+                let body = String::from_utf8_lossy(&body)
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 return Err(self.fail(
                     RemoteFailure::BadReply,
                     format!("answered HTTP {code}: {body}"),
                 ));
             }
-            Err(ureq::Error::Transport(t)) => {
-                if timed_out(&t) || start.elapsed() >= limit {
-                    return Err(timeout(&t));
+            Ok(r) => r,
+            Err(e) => {
+                if timed_out(&e) || start.elapsed() >= limit {
+                    return Err(timeout(&e));
                 }
-                use ureq::ErrorKind as K;
-                let failure = match t.kind() {
-                    K::BadStatus | K::BadHeader | K::TooManyRedirects => RemoteFailure::BadReply,
+                use ureq::Error as E;
+                let failure = match e {
+                    E::Protocol(_)
+                    | E::LargeResponseHeader(..)
+                    | E::TooManyRedirects
+                    | E::RedirectFailed => RemoteFailure::BadReply,
                     _ => RemoteFailure::Unavailable,
                 };
                 let what = match failure {
                     RemoteFailure::BadReply => "sent a reply that is not HTTP",
                     _ => "cannot be reached",
                 };
-                return Err(self.fail(failure, format!("{what}: {t}")));
+                return Err(self.fail(failure, format!("{what}: {e}")));
             }
         };
-        let media = resp.content_type().to_string();
+        // The media type without its parameters ("" when none is given).
+        let media = resp.body().mime_type().unwrap_or("").to_string();
         let format = match QueryResultsFormat::from_media_type(&media) {
             Some(QueryResultsFormat::Csv) => {
                 return Err(self.fail(
@@ -147,7 +165,7 @@ impl Client {
             None => QueryResultsFormat::Json,
         };
         let mut reader = Capped {
-            inner: resp.into_reader(),
+            inner: resp.into_body().into_reader(),
             left: self.settings.max_reply_bytes,
             over: false,
         };
@@ -168,14 +186,7 @@ impl Client {
                     self.settings.max_rows
                 ),
             )),
-            Err(ReadError::Io(e))
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
-                ) =>
-            {
-                Err(timeout(&e))
-            }
+            Err(ReadError::Io(e)) if io_timed_out(&e) => Err(timeout(&e)),
             Err(ReadError::Io(e)) => Err(self.fail(
                 RemoteFailure::Unavailable,
                 format!("broke off its reply: {e}"),
@@ -237,45 +248,53 @@ fn read_rows<R: Read>(
 }
 
 /// TLS that trusts the CA certificates of `ca_file` (rustls, ring).
-fn tls_config(ca_file: &std::path::Path) -> Result<std::sync::Arc<rustls::ClientConfig>, String> {
+fn tls_config(ca_file: &std::path::Path) -> Result<ureq::tls::TlsConfig, String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
     let what =
         |e: &dyn std::fmt::Display| format!("sparql_store ca_file {}: {e}", ca_file.display());
     let pem = std::fs::read(ca_file).map_err(|e| what(&e))?;
+    // Each certificate is checked as a trust anchor here (ureq would skip
+    // one it cannot use); ureq builds its rustls config from their DER.
     let mut roots = rustls::RootCertStore::empty();
+    let mut certs = Vec::new();
     for cert in CertificateDer::pem_slice_iter(&pem) {
-        roots
-            .add(cert.map_err(|e| what(&e))?)
-            .map_err(|e| what(&e))?;
+        let cert = cert.map_err(|e| what(&e))?;
+        roots.add(cert.clone()).map_err(|e| what(&e))?;
+        certs.push(ureq::tls::Certificate::from_der(cert.as_ref()).to_owned());
     }
     if roots.is_empty() {
         return Err(what(&"no PEM certificate in it"));
     }
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| what(&e))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(std::sync::Arc::new(config))
+    Ok(ureq::tls::TlsConfig::builder()
+        .provider(ureq::tls::TlsProvider::Rustls)
+        .root_certs(ureq::tls::RootCerts::Specific(std::sync::Arc::new(certs)))
+        .unversioned_rustls_crypto_provider(provider)
+        .build())
 }
 
-/// Whether a transport error is a timeout somewhere down its chain.
-fn timed_out(e: &ureq::Transport) -> bool {
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            if matches!(
-                io.kind(),
-                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
-            ) {
-                return true;
-            }
-        }
-        source = s.source();
+/// Whether a request's error is a timeout (ureq's own, or one from the socket).
+fn timed_out(e: &ureq::Error) -> bool {
+    match e {
+        ureq::Error::Timeout(_) => true,
+        ureq::Error::Io(io) => io_timed_out(io),
+        _ => false,
     }
-    false
+}
+
+/// Whether an error reading the reply is a timeout: the socket's, or ureq's
+/// (which its body reader wraps in an `io::Error`).
+fn io_timed_out(e: &std::io::Error) -> bool {
+    if matches!(
+        e.kind(),
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+    ) {
+        return true;
+    }
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<ureq::Error>())
+        .is_some_and(timed_out)
 }
 
 /// A reader that fails past `left` bytes (and says so in `over`).
@@ -368,6 +387,195 @@ mod tests {
         let err = Client::new(settings(&pem)).err().unwrap_or_default();
         assert!(err.contains("no PEM certificate"), "{err}");
         assert!(Client::new(settings(&dir.path().join("missing.pem"))).is_err());
+    }
+
+    /// A throwaway CA and a certificate for 127.0.0.1 signed by it (made
+    /// with the `openssl` command; `None` without one): (dir, CA PEM, server
+    /// rustls config).
+    fn test_pki() -> Option<(
+        tempfile::TempDir,
+        std::path::PathBuf,
+        std::sync::Arc<rustls::ServerConfig>,
+    )> {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = |name: &str| dir.path().join(name);
+        std::fs::write(p("ext.cnf"), "subjectAltName = IP:127.0.0.1\n").expect("write");
+        let steps: [&[&str]; 3] = [
+            &[
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=kgbox test CA",
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.pem",
+            ],
+            &[
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-subj",
+                "/CN=127.0.0.1",
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
+            ],
+            &[
+                "x509",
+                "-req",
+                "-in",
+                "server.csr",
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-extfile",
+                "ext.cnf",
+                "-out",
+                "server.pem",
+            ],
+        ];
+        for args in steps {
+            let ok = std::process::Command::new("openssl")
+                .args(args)
+                .current_dir(dir.path())
+                .stdin(std::process::Stdio::null())
+                .output()
+                .ok()?
+                .status
+                .success();
+            assert!(ok, "openssl {args:?}");
+        }
+        let certs = CertificateDer::pem_file_iter(p("server.pem"))
+            .expect("server.pem")
+            .collect::<Result<Vec<_>, _>>()
+            .expect("certificates");
+        let key = PrivateKeyDer::from_pem_file(p("server.key")).expect("server.key");
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .expect("server config");
+        let ca = p("ca.pem");
+        Some((dir, ca, std::sync::Arc::new(config)))
+    }
+
+    #[test]
+    fn https_stores_are_verified_against_the_ca_file() {
+        use std::io::Write as _;
+        let Some((_dir, ca, server_config)) = test_pki() else {
+            eprintln!("skipped: no openssl command");
+            return;
+        };
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        // Two connections: one from a client trusting the CA, one from a
+        // client with the webpki roots only (its handshake fails).
+        let server = std::thread::spawn(move || {
+            let mut requests = Vec::new();
+            for _ in 0..2 {
+                let (tcp, _) = listener.accept().expect("accept");
+                let conn = rustls::ServerConnection::new(server_config.clone()).expect("conn");
+                let mut tls = rustls::StreamOwned::new(conn, tcp);
+                let mut seen = Vec::new();
+                let mut buf = [0u8; 4096];
+                let complete = |seen: &[u8]| {
+                    let text = String::from_utf8_lossy(seen);
+                    let Some(end) = text.find("\r\n\r\n") else {
+                        return false;
+                    };
+                    let len: usize = text[..end]
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse().unwrap_or(0))
+                        })
+                        .unwrap_or(0);
+                    seen.len() >= end + 4 + len
+                };
+                while !complete(&seen) {
+                    match tls.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                }
+                if complete(&seen) {
+                    let body = r#"{"head":{"vars":["x"]},"results":{"bindings":[{"x":{"type":"uri","value":"http://e/a"}}]}}"#;
+                    let reply = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/sparql-results+json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = tls.write_all(reply.as_bytes());
+                    tls.conn.send_close_notify();
+                    let _ = tls.flush();
+                }
+                requests.push(String::from_utf8_lossy(&seen).into_owned());
+            }
+            requests
+        });
+        let settings = |ca_file: Option<std::path::PathBuf>| StoreSettings {
+            endpoint: format!("https://127.0.0.1:{port}/q"),
+            timeout: Duration::from_secs(10),
+            default_graph: None,
+            auth: None,
+            ca_file,
+            max_rows: 10,
+            max_reply_bytes: 1 << 20,
+        };
+        let client = Client::new(settings(Some(ca))).expect("client");
+        let rows = client
+            .select("SELECT ?x WHERE { ?x ?p ?o }", &["x"], None)
+            .expect("rows");
+        assert_eq!(
+            rows[0][0].as_ref().map(ToString::to_string).as_deref(),
+            Some("<http://e/a>")
+        );
+        let unknown_ca = Client::new(settings(None)).expect("client");
+        match unknown_ca.select("SELECT ?x WHERE { ?x ?p ?o }", &["x"], None) {
+            Err(ExecError::Remote { failure, message }) => {
+                assert_eq!(failure, RemoteFailure::Unavailable, "{message}");
+                assert!(message.contains("cannot be reached"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let requests = server.join().expect("server");
+        assert!(
+            requests[0].starts_with("POST /q HTTP/1.1\r\n")
+                && requests[0].ends_with("SELECT ?x WHERE { ?x ?p ?o }"),
+            "{requests:?}"
+        );
+    }
+
+    #[test]
+    fn timeouts_are_told_from_other_failures() {
+        use std::io::{Error as IoError, ErrorKind};
+        assert!(timed_out(&ureq::Error::Timeout(ureq::Timeout::Global)));
+        assert!(timed_out(&ureq::Error::Io(ErrorKind::TimedOut.into())));
+        assert!(!timed_out(&ureq::Error::ConnectionFailed));
+        // ureq's body reader wraps its own errors in an io::Error.
+        let wrapped = ureq::Error::Timeout(ureq::Timeout::Global).into_io();
+        assert!(io_timed_out(&wrapped));
+        assert!(io_timed_out(&IoError::from(ErrorKind::WouldBlock)));
+        assert!(!io_timed_out(&ureq::Error::HostNotFound.into_io()));
+        assert!(!io_timed_out(&IoError::other(
+            "the reply is over the size bound"
+        )));
     }
 
     #[test]

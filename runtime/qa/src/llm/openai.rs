@@ -44,7 +44,16 @@ impl OpenAiClient {
         timeout: Duration,
         audit: Arc<AuditLog>,
     ) -> OpenAiClient {
-        let agent = ureq::AgentBuilder::new().timeout(timeout).build();
+        // The whole exchange (connect, send, reply) within `timeout`; error
+        // statuses come back as replies (their body is read into
+        // `LlmError::Status`); no proxy from the environment (as before: the
+        // endpoint the policy checked is the one connected to).
+        let agent = ureq::Agent::config_builder()
+            .timeout_global(Some(timeout))
+            .http_status_as_error(false)
+            .proxy(None)
+            .build()
+            .new_agent();
         OpenAiClient {
             endpoint,
             model,
@@ -107,22 +116,37 @@ impl OpenAiClient {
     fn post(&self, body: &[u8]) -> Result<Vec<u8>, LlmError> {
         let endpoint = self.endpoint.to_string();
         match &self.endpoint {
-            Endpoint::Http { url, .. } => {
+            Endpoint::Http { url, host } => {
+                let uri =
+                    request_uri(&format!("{url}/chat/completions"), host).map_err(|message| {
+                        LlmError::Transport {
+                            endpoint: endpoint.clone(),
+                            message,
+                        }
+                    })?;
                 let mut request = self
                     .agent
-                    .post(&format!("{url}/chat/completions"))
-                    .set("Content-Type", "application/json");
+                    .post(uri)
+                    .header("Content-Type", "application/json");
                 if let Some(key) = &self.api_key {
-                    request = request.set("Authorization", &format!("Bearer {key}"));
+                    request = request.header("Authorization", format!("Bearer {key}"));
                 }
-                match request.send_bytes(body) {
-                    Ok(resp) => read_limited(resp.into_reader(), &endpoint),
-                    Err(ureq::Error::Status(status, resp)) => {
-                        let body = resp.into_string().unwrap_or_default();
+                match request.send(body) {
+                    Ok(resp) if resp.status().as_u16() < 400 => {
+                        read_limited(resp.into_body().into_reader(), &endpoint)
+                    }
+                    Ok(resp) => {
+                        let status = resp.status().as_u16();
+                        let mut text = Vec::new();
+                        let _ = resp
+                            .into_body()
+                            .into_reader()
+                            .take(ERROR_BODY_BYTES)
+                            .read_to_end(&mut text);
                         Err(LlmError::Status {
                             endpoint,
                             status,
-                            body: body.chars().take(500).collect(),
+                            body: String::from_utf8_lossy(&text).chars().take(500).collect(),
                         })
                     }
                     Err(e) => Err(LlmError::Transport {
@@ -152,6 +176,34 @@ impl OpenAiClient {
             }),
         }
     }
+}
+
+/// The part of an error reply's body read (its first 500 characters are kept).
+const ERROR_BODY_BYTES: u64 = 64 << 10;
+
+/// `target` as the HTTP client reads it (`http::Uri`), refused unless it
+/// names `host`, the host the LLM policy checked (read from the same
+/// string by the `url` crate): a URL the two parsers read differently is
+/// not sent anywhere.
+fn request_uri(target: &str, host: &str) -> Result<ureq::http::Uri, String> {
+    let uri: ureq::http::Uri = target
+        .parse()
+        .map_err(|e| format!("{target:?} is not a URI the HTTP client takes: {e}"))?;
+    let called = uri.host().unwrap_or("");
+    let bare = called.trim_start_matches('[').trim_end_matches(']');
+    let same = match (
+        bare.parse::<std::net::IpAddr>(),
+        host.parse::<std::net::IpAddr>(),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => bare.eq_ignore_ascii_case(host),
+    };
+    if !same {
+        return Err(format!(
+            "the HTTP client reads the host of {target:?} as {called:?}, not {host:?} (the host the LLM policy checked)"
+        ));
+    }
+    Ok(uri)
 }
 
 fn read_limited(reader: impl Read, endpoint: &str) -> Result<Vec<u8>, LlmError> {
@@ -349,31 +401,158 @@ mod tests {
         let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
         let server = std::thread::spawn(move || {
             let (mut conn, _) = listener.accept().expect("accept");
-            let mut seen = Vec::new();
-            let mut buf = [0u8; 4096];
-            // The head, then the Content-Length body.
-            loop {
-                let n = conn.read(&mut buf).expect("read");
-                seen.extend_from_slice(&buf[..n]);
-                let text = String::from_utf8_lossy(&seen).to_string();
-                if let Some(end) = text.find("\r\n\r\n") {
-                    let len: usize = text
-                        .lines()
-                        .find_map(|l| {
-                            l.to_ascii_lowercase()
-                                .strip_prefix("content-length:")
-                                .map(|v| v.trim().parse().unwrap_or(0))
-                        })
-                        .unwrap_or(0);
-                    if seen.len() >= end + 4 + len || n == 0 {
-                        break;
-                    }
-                }
-            }
+            let seen = read_request(&mut conn);
             conn.write_all(reply).expect("write");
-            String::from_utf8_lossy(&seen).into_owned()
+            seen
         });
         (dir, path, server)
+    }
+
+    /// One request as text: the head, then the Content-Length body.
+    fn read_request(conn: &mut impl Read) -> String {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = conn.read(&mut buf).expect("read");
+            seen.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&seen).to_string();
+            if n == 0 {
+                break;
+            }
+            if let Some(end) = text.find("\r\n\r\n") {
+                let len: usize = text
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse().unwrap_or(0))
+                    })
+                    .unwrap_or(0);
+                if seen.len() >= end + 4 + len {
+                    break;
+                }
+            }
+        }
+        String::from_utf8_lossy(&seen).into_owned()
+    }
+
+    /// A client for a one-connection HTTP server on 127.0.0.1 that answers
+    /// the first request with `reply` (raw bytes; `None`: no answer, the
+    /// connection held open a while); the request it read.
+    fn http_once(
+        reply: Option<Vec<u8>>,
+        timeout: Duration,
+    ) -> (OpenAiClient, std::thread::JoinHandle<String>) {
+        use std::io::Write as _;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let server = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().expect("accept");
+            let seen = read_request(&mut conn);
+            match reply {
+                // The client may stop reading (and close) early.
+                Some(r) => drop(conn.write_all(&r)),
+                None => std::thread::sleep(Duration::from_secs(3)),
+            }
+            seen
+        });
+        let endpoint = Endpoint::Http {
+            url: format!("http://127.0.0.1:{port}/v1"),
+            host: "127.0.0.1".into(),
+        };
+        let client = OpenAiClient::new(
+            endpoint,
+            "m".into(),
+            Some("k1".into()),
+            timeout,
+            Arc::new(AuditLog::counters_only()),
+        );
+        (client, server)
+    }
+
+    fn http_reply(status: &str, body: &[u8]) -> Vec<u8> {
+        let mut r = format!(
+            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        r.extend_from_slice(body);
+        r
+    }
+
+    #[test]
+    fn posts_over_http_with_the_key_and_reads_the_reply() {
+        let (client, server) = http_once(
+            Some(http_reply("200 OK", br#"{"a": 1}"#)),
+            Duration::from_secs(5),
+        );
+        assert_eq!(client.post(b"{\"q\": 1}").expect("reply"), br#"{"a": 1}"#);
+        let request = server.join().expect("server");
+        assert!(
+            request.starts_with("POST /v1/chat/completions HTTP/1.1\r\n"),
+            "{request}"
+        );
+        let lower = request.to_ascii_lowercase();
+        assert!(lower.contains("authorization: bearer k1\r\n"), "{request}");
+        assert!(
+            lower.contains("content-type: application/json\r\n"),
+            "{request}"
+        );
+        assert!(request.ends_with("{\"q\": 1}"), "{request}");
+    }
+
+    #[test]
+    fn http_error_statuses_keep_their_body() {
+        let (client, server) = http_once(
+            Some(http_reply(
+                "400 Bad Request",
+                br#"{"error": {"message": "response_format is not supported"}}"#,
+            )),
+            Duration::from_secs(5),
+        );
+        match client.post(b"{}") {
+            Err(LlmError::Status { status, body, .. }) => {
+                assert_eq!(status, 400);
+                assert!(body.contains("response_format"), "{body}");
+            }
+            other => panic!("{other:?}"),
+        }
+        server.join().expect("server");
+    }
+
+    #[test]
+    fn an_http_reply_over_the_bound_is_refused() {
+        let big = vec![b' '; usize::try_from(MAX_REPLY_BYTES).expect("fits") + 1];
+        let (client, server) = http_once(Some(http_reply("200 OK", &big)), Duration::from_secs(10));
+        match client.post(b"{}") {
+            Err(LlmError::BadReply(m)) => assert!(m.contains("larger than"), "{m}"),
+            other => panic!("{:?}", other.map(|r| r.len())),
+        }
+        server.join().expect("server");
+        // At the bound is fine.
+        let (client, server) = http_once(
+            Some(http_reply("200 OK", &big[1..])),
+            Duration::from_secs(10),
+        );
+        assert_eq!(
+            client.post(b"{}").map(|r| r.len()).ok(),
+            Some(big.len() - 1)
+        );
+        server.join().expect("server");
+    }
+
+    #[test]
+    fn a_silent_http_server_times_out() {
+        let (client, server) = http_once(None, Duration::from_millis(300));
+        let started = Instant::now();
+        match client.post(b"{}") {
+            Err(LlmError::Transport { message, .. }) => {
+                assert!(message.contains("timeout"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(started.elapsed() < Duration::from_secs(2));
+        server.join().expect("server");
     }
 
     #[test]
@@ -440,6 +619,40 @@ mod tests {
         let _listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
         let e = unix_post(&path, "/", b"{}", Duration::from_millis(300), None).expect_err("silent");
         assert!(e.contains("no reply within 300 ms"), "{e}");
+    }
+
+    #[test]
+    fn the_host_called_is_the_host_the_policy_checked() {
+        let host = |endpoint: &str| match super::super::policy::parse_endpoint(endpoint) {
+            Ok(Endpoint::Http { url, host }) => (format!("{url}/chat/completions"), host),
+            other => panic!("{endpoint}: {other:?}"),
+        };
+        for endpoint in [
+            "http://127.0.0.1:8080/v1",
+            "http://LocalHost:8080/v1/",
+            "https://api.example.com/v1",
+            "http://[::1]:8080/v1",
+            "http://[0:0:0:0:0:0:0:1]/v1",
+        ] {
+            let (target, checked) = host(endpoint);
+            let uri = request_uri(&target, &checked).expect(endpoint);
+            assert_eq!(uri.to_string(), target, "{endpoint}");
+        }
+        // The `url` crate reads these hosts as loopback; the HTTP client
+        // would read them otherwise (or not at all): refused, not sent.
+        for endpoint in [
+            "http://127.0.0.1\\@evil.example/v1",
+            "http://127.1:8080/v1",
+            "http://0x7f000001/v1",
+        ] {
+            let (target, checked) = host(endpoint);
+            assert!(
+                super::super::policy::is_loopback(&checked),
+                "{endpoint}: {checked}"
+            );
+            let e = request_uri(&target, &checked).expect_err(endpoint);
+            assert!(e.contains(&format!("{target:?}")), "{e}");
+        }
     }
 
     #[test]

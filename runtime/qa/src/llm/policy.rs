@@ -65,8 +65,10 @@ pub enum PolicyError {
     Off,
 }
 
-/// Parses an endpoint string with the `url` crate, the parser the HTTP
-/// client itself uses, so the host checked here is the host called.
+/// Parses an endpoint string with the `url` crate. The HTTP client reads
+/// URLs with another parser (`http::Uri`, ureq's) and refuses to send
+/// where that one reads another host (`openai::request_uri`), so the host
+/// checked here is the host called.
 pub fn parse_endpoint(endpoint: &str) -> Result<Endpoint, PolicyError> {
     let bad = || PolicyError::BadUrl(endpoint.to_string());
     let url = Url::parse(endpoint).map_err(|_| bad())?;
