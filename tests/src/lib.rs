@@ -669,6 +669,36 @@ pub fn leaked(bodies: &[String], forms: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// One HTTP/1.1 request read from `conn` by a test server: the head, then
+/// as many body bytes as its Content-Length says (less when the peer stops
+/// or a read fails). Returned as text.
+pub fn read_http_request(conn: &mut impl Read) -> String {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = match conn.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        seen.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&seen);
+        if let Some(end) = text.find("\r\n\r\n") {
+            let len: usize = text[..end]
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse().unwrap_or(0))
+                })
+                .unwrap_or(0);
+            if seen.len() >= end + 4 + len {
+                break;
+            }
+        }
+    }
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::encode;

@@ -389,81 +389,20 @@ mod tests {
         assert!(Client::new(settings(&dir.path().join("missing.pem"))).is_err());
     }
 
-    /// A throwaway CA and a certificate for 127.0.0.1 signed by it (made
-    /// with the `openssl` command; `None` without one): (dir, CA PEM, server
-    /// rustls config).
-    fn test_pki() -> Option<(
-        tempfile::TempDir,
-        std::path::PathBuf,
+    /// The test kit's throwaway CA and its certificate for 127.0.0.1 (made
+    /// with the `openssl` command): the PKI and the server's rustls config.
+    fn test_pki() -> (
+        kgbox_testkit::mosquitto::TestPki,
         std::sync::Arc<rustls::ServerConfig>,
-    )> {
+    ) {
         use rustls::pki_types::pem::PemObject;
         use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-        let dir = tempfile::tempdir().expect("tempdir");
-        let p = |name: &str| dir.path().join(name);
-        std::fs::write(p("ext.cnf"), "subjectAltName = IP:127.0.0.1\n").expect("write");
-        let steps: [&[&str]; 3] = [
-            &[
-                "req",
-                "-x509",
-                "-newkey",
-                "rsa:2048",
-                "-nodes",
-                "-days",
-                "2",
-                "-subj",
-                "/CN=kgbox test CA",
-                "-keyout",
-                "ca.key",
-                "-out",
-                "ca.pem",
-            ],
-            &[
-                "req",
-                "-newkey",
-                "rsa:2048",
-                "-nodes",
-                "-subj",
-                "/CN=127.0.0.1",
-                "-keyout",
-                "server.key",
-                "-out",
-                "server.csr",
-            ],
-            &[
-                "x509",
-                "-req",
-                "-in",
-                "server.csr",
-                "-CA",
-                "ca.pem",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-days",
-                "2",
-                "-extfile",
-                "ext.cnf",
-                "-out",
-                "server.pem",
-            ],
-        ];
-        for args in steps {
-            let ok = std::process::Command::new("openssl")
-                .args(args)
-                .current_dir(dir.path())
-                .stdin(std::process::Stdio::null())
-                .output()
-                .ok()?
-                .status
-                .success();
-            assert!(ok, "openssl {args:?}");
-        }
-        let certs = CertificateDer::pem_file_iter(p("server.pem"))
-            .expect("server.pem")
+        let pki = kgbox_testkit::mosquitto::TestPki::new();
+        let certs = CertificateDer::pem_file_iter(&pki.server_cert)
+            .expect("server certificate")
             .collect::<Result<Vec<_>, _>>()
             .expect("certificates");
-        let key = PrivateKeyDer::from_pem_file(p("server.key")).expect("server.key");
+        let key = PrivateKeyDer::from_pem_file(&pki.server_key).expect("server key");
         let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
         let config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -471,17 +410,14 @@ mod tests {
             .with_no_client_auth()
             .with_single_cert(certs, key)
             .expect("server config");
-        let ca = p("ca.pem");
-        Some((dir, ca, std::sync::Arc::new(config)))
+        (pki, std::sync::Arc::new(config))
     }
 
     #[test]
     fn https_stores_are_verified_against_the_ca_file() {
         use std::io::Write as _;
-        let Some((_dir, ca, server_config)) = test_pki() else {
-            eprintln!("skipped: no openssl command");
-            return;
-        };
+        let (pki, server_config) = test_pki();
+        let ca = pki.ca.clone();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("addr").port();
         // Two connections: one from a client trusting the CA, one from a
@@ -492,30 +428,8 @@ mod tests {
                 let (tcp, _) = listener.accept().expect("accept");
                 let conn = rustls::ServerConnection::new(server_config.clone()).expect("conn");
                 let mut tls = rustls::StreamOwned::new(conn, tcp);
-                let mut seen = Vec::new();
-                let mut buf = [0u8; 4096];
-                let complete = |seen: &[u8]| {
-                    let text = String::from_utf8_lossy(seen);
-                    let Some(end) = text.find("\r\n\r\n") else {
-                        return false;
-                    };
-                    let len: usize = text[..end]
-                        .lines()
-                        .find_map(|l| {
-                            l.to_ascii_lowercase()
-                                .strip_prefix("content-length:")
-                                .map(|v| v.trim().parse().unwrap_or(0))
-                        })
-                        .unwrap_or(0);
-                    seen.len() >= end + 4 + len
-                };
-                while !complete(&seen) {
-                    match tls.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => seen.extend_from_slice(&buf[..n]),
-                    }
-                }
-                if complete(&seen) {
+                let seen = kgbox_testkit::read_http_request(&mut tls);
+                if seen.contains("\r\n\r\n") {
                     let body = r#"{"head":{"vars":["x"]},"results":{"bindings":[{"x":{"type":"uri","value":"http://e/a"}}]}}"#;
                     let reply = format!(
                         "HTTP/1.1 200 OK\r\nContent-Type: application/sparql-results+json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -525,7 +439,7 @@ mod tests {
                     tls.conn.send_close_notify();
                     let _ = tls.flush();
                 }
-                requests.push(String::from_utf8_lossy(&seen).into_owned());
+                requests.push(seen);
             }
             requests
         });

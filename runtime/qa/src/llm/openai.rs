@@ -401,39 +401,11 @@ mod tests {
         let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
         let server = std::thread::spawn(move || {
             let (mut conn, _) = listener.accept().expect("accept");
-            let seen = read_request(&mut conn);
+            let seen = kgbox_testkit::read_http_request(&mut conn);
             conn.write_all(reply).expect("write");
             seen
         });
         (dir, path, server)
-    }
-
-    /// One request as text: the head, then the Content-Length body.
-    fn read_request(conn: &mut impl Read) -> String {
-        let mut seen = Vec::new();
-        let mut buf = [0u8; 4096];
-        loop {
-            let n = conn.read(&mut buf).expect("read");
-            seen.extend_from_slice(&buf[..n]);
-            let text = String::from_utf8_lossy(&seen).to_string();
-            if n == 0 {
-                break;
-            }
-            if let Some(end) = text.find("\r\n\r\n") {
-                let len: usize = text
-                    .lines()
-                    .find_map(|l| {
-                        l.to_ascii_lowercase()
-                            .strip_prefix("content-length:")
-                            .map(|v| v.trim().parse().unwrap_or(0))
-                    })
-                    .unwrap_or(0);
-                if seen.len() >= end + 4 + len {
-                    break;
-                }
-            }
-        }
-        String::from_utf8_lossy(&seen).into_owned()
     }
 
     /// A client for a one-connection HTTP server on 127.0.0.1 that answers
@@ -448,7 +420,7 @@ mod tests {
         let port = listener.local_addr().expect("addr").port();
         let server = std::thread::spawn(move || {
             let (mut conn, _) = listener.accept().expect("accept");
-            let seen = read_request(&mut conn);
+            let seen = kgbox_testkit::read_http_request(&mut conn);
             match reply {
                 // The client may stop reading (and close) early.
                 Some(r) => drop(conn.write_all(&r)),
