@@ -12,30 +12,13 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use kgbox_testkit::mosquitto::{wait_status, Client, Mosquitto, Msg};
+use kgbox_testkit::mosquitto::{Client, Mosquitto, Msg};
 use kgbox_testkit::*;
-
-/// Generous: CI machines are small and busy.
-const T: Duration = Duration::from_secs(30);
 
 /// How long retained messages get to arrive after a subscription.
 const SETTLE: Duration = Duration::from_secs(3);
 
-/// A device whose `[mqtt]` table points at `broker`, with `extra` keys in it.
-fn device(broker: &Mosquitto, id: &str, extra: &str) -> Device {
-    Device::new(
-        &[],
-        &format!(
-            "[mqtt]\nenabled = true\nbroker = {:?}\ndevice_id = {id:?}\n\
-             reconnect_min_ms = 100\nreconnect_max_ms = 1000\n{extra}\n",
-            broker.url()
-        ),
-    )
-}
-
-fn online(broker: &Mosquitto, id: &str) -> Value {
-    wait_status(broker.port, id, T, |v| v["online"] == true)
-}
+use crate::mqtt::{device, online};
 
 /// What a fresh subscriber to `filter` gets within [`SETTLE`].
 fn subscribe_and_collect(broker: &Mosquitto, filter: &str) -> Vec<Msg> {

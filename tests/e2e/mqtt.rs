@@ -21,7 +21,7 @@ const ASK: &str = r#"{"question": "who directed [Blade Runner]"}"#;
 const QUERY: &str = r#"{"query": "\"Blade Runner\" -> directed_by"}"#;
 
 /// A device whose `[mqtt]` table points at `broker`, with `extra` keys in it.
-fn device(broker: &Mosquitto, id: &str, extra: &str) -> Device {
+pub(crate) fn device(broker: &Mosquitto, id: &str, extra: &str) -> Device {
     Device::new(
         &[],
         &format!(
@@ -33,7 +33,7 @@ fn device(broker: &Mosquitto, id: &str, extra: &str) -> Device {
 }
 
 /// Waits until `id` says it is online (subscriptions are in place by then).
-fn online(broker: &Mosquitto, id: &str) -> Value {
+pub(crate) fn online(broker: &Mosquitto, id: &str) -> Value {
     wait_status(broker.port, id, T, |v| v["online"] == true)
 }
 
