@@ -6,7 +6,9 @@ set -euo pipefail
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step names the disk space left: a full disk shows as a linker's bus
+# error, far from its cause.
+step() { printf '\n==> %s (disk: %s free)\n' "$*" "$(df -h --output=avail . | tail -1 | tr -d ' ')"; }
 
 step "setup"
 bash scripts/setup.sh
@@ -46,6 +48,11 @@ bash scripts/release.sh --sbom-only
 # Every fuzz target for a short fixed time (the long runs: docs/reliability.md).
 step "fuzz: every target, 15 s each (scripts/fuzz.sh 15)"
 bash scripts/fuzz.sh 15
+# The instrumented targets (about 2 GB) serve no later step; CI (.ci/run sets
+# CI) frees the space, a developer's checkout keeps them for the next run.
+if [[ -n "${CI:-}" ]]; then
+  rm -rf fuzz/target
+fi
 
 # The neural crate on its own with ONNX Runtime: lints, then the parity
 # test against the PyTorch fixtures through every engine.
