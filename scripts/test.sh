@@ -48,7 +48,7 @@ bash scripts/release.sh --sbom-only
 # Every fuzz target for a short fixed time (the long runs: docs/reliability.md).
 step "fuzz: every target, 15 s each (scripts/fuzz.sh 15)"
 bash scripts/fuzz.sh 15
-# The instrumented targets (about 2 GB) serve no later step; CI (.ci/run sets
+# The instrumented targets (about 4 GB) serve no later step; CI (.ci/run sets
 # CI) frees the space, a developer's checkout keeps them for the next run.
 if [[ -n "${CI:-}" ]]; then
   rm -rf fuzz/target
