@@ -194,6 +194,47 @@ fn sparql_refusals_name_the_construct() {
 }
 
 #[test]
+fn nested_negations_are_refused_before_the_parser_doubles_its_work() {
+    with_kg(|kg| {
+        let o = RenderOptions::default();
+        let r = "<http://kgbox.local/r/has_genre>";
+        let a = "<http://kgbox.local/e/Alien>";
+        let nested = |n: usize| {
+            format!(
+                "SELECT ?b {{ {a} {r} ?b FILTER({}?b = {a}{}) }}",
+                "(!".repeat(n),
+                ")".repeat(n)
+            )
+        };
+        // The fuzz input that parsed for minutes: unclosed `(!`, then junk.
+        let fuzzed = format!("SELECT {} (\"\\\\u\")\0\0,", "(!".repeat(30));
+        for text in [nested(13), nested(40), fuzzed] {
+            let err = from_sparql(kg, &text, &o)
+                .map(|_| ())
+                .expect_err(&text)
+                .to_string();
+            assert!(err.contains("more than 12 negations"), "{text}: {err}");
+        }
+        // Up to the limit, and with any number of `!=` or quoted `!`, the
+        // text reaches the parser (which may refuse it for its own reasons).
+        let at_limit = nested(12);
+        let not_equal = format!(
+            "SELECT ?b {{ {a} {r} ?b FILTER({}) }}",
+            vec![format!("?b != {a}"); 20].join(" && ")
+        );
+        let quoted = format!(
+            "SELECT ?b {{ {a} {r} ?b FILTER(?b != \"{}\") }}",
+            "!".repeat(20)
+        );
+        for text in [at_limit, not_equal, quoted] {
+            if let Err(e) = from_sparql(kg, &text, &o) {
+                assert!(!e.to_string().contains("negations"), "{text}: {e}");
+            }
+        }
+    });
+}
+
+#[test]
 fn long_chains_are_refused_not_recursed() {
     with_kg(|kg| {
         let hops: String = (0..5000)
