@@ -44,8 +44,9 @@ pub const MAX_NESTING: usize = 64;
 /// Most SPARQL negations (`!`) a text may have open at once. spargebra
 /// parses the operand of each `!` twice (it first tries, and refuses, the
 /// SPARQL 1.2 double negation), so the parse time doubles with each `!`
-/// nested inside another: 28 of them took minutes. 12 parse in
-/// milliseconds and leave room for any query a person writes.
+/// nested inside another: 28 of them took minutes, 12 take about 0.14 s
+/// even in the fuzz build (address sanitizer), and 12 leave room for any
+/// query a person writes.
 pub const MAX_SPARQL_NEGATIONS: usize = 12;
 
 /// Refuses a text whose `(`, `{` or `[` nest deeper than [`MAX_NESTING`],
