@@ -57,10 +57,10 @@ pub(crate) fn check_nesting(text: &str, language: &'static str) -> Result<(), Tr
     let sparql = language == "SPARQL";
     let bytes = text.as_bytes();
     let (mut depth, mut i) = (0usize, 0usize);
-    // Negations seen at each open bracket level (the first entry: outside
-    // any), and their sum: an over-count for siblings such as `!a && !b`,
-    // exact for the nested chains that cost time.
-    let (mut negations, mut open_negations) = (vec![0usize], 0usize);
+    // Negations open now, and their count when each open bracket opened
+    // (restored when it closes): an over-count for siblings such as
+    // `!a && !b`, exact for the nested chains that cost time.
+    let (mut open_negations, mut at_open) = (0usize, Vec::new());
     while let Some(&b) = bytes.get(i) {
         match b {
             b'(' | b'{' | b'[' => {
@@ -71,19 +71,16 @@ pub(crate) fn check_nesting(text: &str, language: &'static str) -> Result<(), Tr
                         language,
                     ));
                 }
-                negations.push(0);
+                at_open.push(open_negations);
             }
             b')' | b'}' | b']' => {
                 depth = depth.saturating_sub(1);
-                if negations.len() > 1 {
-                    open_negations -= negations.pop().unwrap_or(0);
+                if let Some(n) = at_open.pop() {
+                    open_negations = n;
                 }
             }
             b'!' if sparql && bytes.get(i + 1) != Some(&b'=') => {
                 open_negations += 1;
-                if let Some(n) = negations.last_mut() {
-                    *n += 1;
-                }
                 if open_negations > MAX_SPARQL_NEGATIONS {
                     return Err(TranslateError::Syntax(
                         format!("more than {MAX_SPARQL_NEGATIONS} negations (`!`) nest inside each other"),
