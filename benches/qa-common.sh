@@ -96,16 +96,21 @@ qa_workdir() {
   fi
 }
 
-# Packs $KB as bundle NAME ($1) with a planner trained on EXAMPLES ($2), runs
+# Packs $KB as bundle NAME ($1) with a planner trained on EXAMPLES ($2; empty:
+# none, the packager's synthesised questions), runs
 # `kgbox eval qa` on QUESTIONS ($3) in FORMAT ($4) and sets `last` to its JSON
 # line; earlier stdout lines of the eval go to stderr. LABEL ($5) names the
 # questions in the log. With RERANK=1 the eval is qa_rerank_stage's.
 qa_pack_eval() {
   local pack=("$KGBOX_PACK" build --triples "$KB" --name "$1" --version 1.0.0 --key "$WORK/eval.key"
-    -o "$WORK/kb.kgb" --quiet --planner-examples "$2")
+    -o "$WORK/kb.kgb" --quiet)
+  # No examples (EXAMPLES empty): the planner is trained on questions the
+  # packager synthesises from the graph; RELATIONS adds relation descriptions.
+  [[ -n $2 ]] && pack+=(--planner-examples "$2")
+  [[ -n ${RELATIONS:-} ]] && pack+=(--relations "$RELATIONS")
   if [[ $ENCODER == 1 ]]; then
     pack+=(--embed --embed-model "$EMBED_MODEL")
-  else
+  elif [[ -n $2 ]]; then
     pack+=(--planner-no-encoder)
   fi
   # With training, the examples' one-hop answers also become facts unless EXAMPLE_FACTS=0.

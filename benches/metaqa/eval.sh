@@ -40,6 +40,9 @@
 #                               it also picks the answers); FALLBACK_BELOW (0.8) is
 #                               planner.fallback_below for the learned+ planners, SAMPLES (3)
 #                               planner.samples
+#   ZERO_SHOT=0                 1: no example questions at all (TRAIN_DIR is not read; pass -): the
+#                               packager synthesises the planner's training questions from the
+#                               graph and RELATIONS (default benches/metaqa/relations.tsv)
 #   LIMIT=0                     score only the first LIMIT questions (0: all)
 #   SAMPLE=0                    score SAMPLE questions spread evenly over the file (0: all)
 #   HOPS=1,2,3                  hops of TRAIN_DIR to train on
@@ -90,20 +93,29 @@ esac
 [[ -x $KGBOX ]] || die "missing $KGBOX (cargo build --release, or set KGBOX)"
 [[ -x $KGBOX_PACK ]] || die "missing $KGBOX_PACK (cargo build --release, or set KGBOX_PACK)"
 [[ -f $KB ]] || die "missing KB file $KB_ARG"
-[[ -d $TRAIN_DIR ]] || die "missing training folder $TRAIN_ARG"
+[[ ${ZERO_SHOT:-0} == 1 || -d $TRAIN_DIR ]] || die "missing training folder $TRAIN_ARG"
 [[ -s $QUESTIONS ]] || die "missing or empty questions file $QUESTIONS_ARG"
 # shellcheck source=../qa-common.sh
 source "$REPO/benches/qa-common.sh"
 qa_check_tools
 qa_workdir kgbox-metaqa-eval
 
-log "planner examples from $TRAIN_ARG (hops $HOPS), leaving out the questions of $QUESTIONS_ARG"
-python3 "$REPO/benches/metaqa/planner_examples.py" --root "$TRAIN_DIR" --hops "$HOPS" \
-  --exclude "$QUESTIONS" --out "$WORK/examples.tsv"
-TRAINED=$(wc -l <"$WORK/examples.tsv")
-TRAINED=${TRAINED//[[:space:]]/}
-
-qa_pack_eval metaqa-eval "$WORK/examples.tsv" "$QUESTIONS" metaqa "$QUESTIONS_ARG"
+if [[ ${ZERO_SHOT:-0} == 1 ]]; then
+  # No questions at all: the relation descriptions and the graph.
+  RELATIONS=$(abspath "${RELATIONS:-$REPO/benches/metaqa/relations.tsv}")
+  [[ -f $RELATIONS ]] || die "missing relation descriptions $RELATIONS"
+  [[ $ENCODER == 1 ]] || die "ZERO_SHOT=1 needs ENCODER=1 (the packager synthesises questions with --embed)"
+  log "zero-shot: no example questions, relation descriptions from $RELATIONS"
+  TRAINED=0
+  qa_pack_eval metaqa-eval "" "$QUESTIONS" metaqa "$QUESTIONS_ARG"
+else
+  log "planner examples from $TRAIN_ARG (hops $HOPS), leaving out the questions of $QUESTIONS_ARG"
+  python3 "$REPO/benches/metaqa/planner_examples.py" --root "$TRAIN_DIR" --hops "$HOPS" \
+    --exclude "$QUESTIONS" --out "$WORK/examples.tsv"
+  TRAINED=$(wc -l <"$WORK/examples.tsv")
+  TRAINED=${TRAINED//[[:space:]]/}
+  qa_pack_eval metaqa-eval "$WORK/examples.tsv" "$QUESTIONS" metaqa "$QUESTIONS_ARG"
+fi
 
 python3 - "$last" "$KB_ARG" "$QUESTIONS_ARG" "$EXECUTOR" "$TRAINED" <<'PY'
 import json, sys

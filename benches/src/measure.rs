@@ -52,6 +52,7 @@ pub fn pack_options(kb: &Path, name: &str, version: semver::Version) -> PackOpti
     PackOptions {
         triples: kb.to_path_buf(),
         format: None,
+        label_predicates: Vec::new(),
         aliases: None,
         relations: None,
         name: name.into(),

@@ -20,6 +20,7 @@ pub mod push;
 pub mod reranker;
 pub mod section;
 pub mod spill;
+pub mod synth;
 pub mod train;
 pub mod ultra;
 

@@ -45,6 +45,13 @@ struct BuildArgs {
     /// Relation descriptions: `relation<TAB>text` lines.
     #[arg(long)]
     relations: Option<PathBuf>,
+    /// RDF: name entities by the literals of exactly this predicate (an
+    /// IRI, `<IRI>` or `rdfs:label`-style prefixed name); repeat it for
+    /// several, the first given preferred. Default: the known name
+    /// predicates (rdfs:label, skos:prefLabel, schema:name, foaf:name,
+    /// dcterms:title, dc:title) and ones detected in the data.
+    #[arg(long, value_name = "IRI")]
+    label_predicate: Vec<String>,
     #[arg(long)]
     name: String,
     /// Semantic version, e.g. 1.2.0.
@@ -180,6 +187,11 @@ struct BuildArgs {
     /// the zero-shot planner's relation vectors).
     #[arg(long, conflicts_with = "planner_examples")]
     no_planner: bool,
+    /// Without --planner-examples, do not train the planner on questions
+    /// synthesised from the graph's own relation paths (by default a bundle
+    /// with --embed gets one; see docs/question-answering.md).
+    #[arg(long, conflicts_with = "planner_examples")]
+    no_planner_synth: bool,
     /// Add the answer reranker trained by `models/reranker/train.py`:
     /// PREFIX.onnx and PREFIX.json. Its features must be the ones this
     /// build computes (the packager checks, and runs it once).
@@ -337,6 +349,7 @@ fn run() -> Result<()> {
                 examples,
                 executor,
                 use_encoder: !args.planner_no_encoder,
+                synthesize: !args.no_planner_synth,
             });
             let budget = match (&args.train_budget, args.train_steps) {
                 (Some(b), _) => Some(kgbox_pack::train::parse_budget(b)?),
@@ -369,6 +382,7 @@ fn run() -> Result<()> {
             let opts = PackOptions {
                 triples: args.graph.triples,
                 format: args.graph.format,
+                label_predicates: args.label_predicate,
                 aliases: args.graph.aliases,
                 relations: args.relations,
                 name: args.name,

@@ -25,6 +25,9 @@ pub const MIN_RUNTIME: &str = "0.1.0";
 pub struct PackOptions {
     pub triples: PathBuf,
     pub format: Option<Format>,
+    /// RDF: the predicates whose literals name entities, best first
+    /// (`--label-predicate`); empty: known and detected ones.
+    pub label_predicates: Vec<String>,
     pub aliases: Option<PathBuf>,
     pub relations: Option<PathBuf>,
     pub name: String,
@@ -173,7 +176,10 @@ pub fn pack_with(
     let t0 = Instant::now();
     let mut raw = RawKg::with_spill(opts.scale.sort_run, opts.scale.spill_dir.clone());
     bar.set_message("reading triples");
-    input::read_triples(&opts.triples, opts.format, &mut raw, &bar)?;
+    let read = input::ReadOptions {
+        label_predicates: opts.label_predicates.clone(),
+    };
+    input::read_triples_with(&opts.triples, opts.format, &read, &mut raw, &bar)?;
     if raw.triple_count() == 0 {
         return Err(input::InputError::Empty {
             file: opts.triples.clone(),
@@ -201,7 +207,7 @@ pub fn pack_with(
         }
         None => Vec::new(),
     };
-    let mut notes = Vec::new();
+    let mut notes = std::mem::take(&mut raw.notes);
     if let Some(large) = &raw.large {
         notes.push(format!(
             "read to disk: {} triples (past --sort-run {} triples or 8 bytes of names per \

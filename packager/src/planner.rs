@@ -18,6 +18,8 @@ use kgbox_qa::planner::zeroshot::{relation_text, RelationVectors};
 use kgbox_qa::{Embedder, EncoderEmbedder};
 use kgbox_query::{ExecOptions, Executor, ParseLimits};
 
+use crate::synth::SynthOptions;
+
 /// Examples per template used to decide whether its queries keep anchors.
 const ANCHOR_SAMPLE: usize = 40;
 /// Examples used to calibrate the arbitrator's threshold.
@@ -31,6 +33,9 @@ pub struct PlannerOptions {
     pub executor: Executor,
     /// Use the bundle's sentence encoder for question features (when it has one).
     pub use_encoder: bool,
+    /// With no examples and an encoder in the bundle: train the planner on
+    /// questions synthesised from the graph's own paths ([`crate::synth`]).
+    pub synthesize: bool,
 }
 
 pub struct PlannerSections {
@@ -111,8 +116,22 @@ pub fn sections(
             texts.len()
         ));
     }
-    let Some(path) = &opts.examples else {
-        return Ok(out);
+    let synthesized;
+    let (examples, source) = match &opts.examples {
+        Some(path) => (examples, path.display().to_string()),
+        None if opts.synthesize && embedder.is_some() => {
+            let synthesis = crate::synth::synthesize(&kg, &SynthOptions::default());
+            out.report.push(synthesis.summary());
+            if synthesis.examples.is_empty() {
+                return Ok(out);
+            }
+            synthesized = synthesis.examples;
+            (
+                &synthesized[..],
+                "the questions synthesised from the graph".to_string(),
+            )
+        }
+        None => return Ok(out),
     };
     let (prepared, skipped) = train::prepare(&kg, examples);
     if !skipped.is_empty() {
@@ -149,7 +168,7 @@ pub fn sections(
         &TrainOptions::default(),
         &mut on_progress,
     )
-    .with_context(|| format!("training the planner on {}", path.display()))?;
+    .with_context(|| format!("training the planner on {source}"))?;
     fit_bar.finish_and_clear();
     out.report.push(format!(
         "planner: {} examples, {} query templates, held-out accuracy {}",
@@ -173,7 +192,10 @@ pub fn sections(
     }
     let calibration = calibrate(&kg, &get, &prepared, &report.planner, opts.executor)?;
     report.planner.set_keep_anchors(calibration.keep_anchors);
-    if let Some((tau, f1)) = calibration.threshold {
+    // Synthesised questions are answered exactly by their own queries: a
+    // threshold fitted on them says nothing about real ones.
+    let threshold = calibration.threshold.filter(|_| opts.examples.is_some());
+    if let Some((tau, f1)) = threshold {
         report.planner.set_answer_threshold(tau);
         out.report.push(format!(
             "planner: answer threshold {tau:.2} (mean F1 {:.3} on {} examples, {} executor)",

@@ -2,7 +2,10 @@
 //! compressed with gzip or zstd, all pack `tests/fixtures/small.*` to the
 //! same bundle; labels name entities, IRIs are kept and found again; names
 //! and blank nodes do not depend on how the file was written; bad input is
-//! refused with a message that says what is wrong and where.
+//! refused with a message that says what is wrong and where. Names as the
+//! data gives them: known and detected name predicates, `--label-predicate`,
+//! long texts kept out of the graph, disambiguators as aliases, and linking
+//! that prefers the entity people mean.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -10,9 +13,14 @@ mod common;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use common::{assert_fails, build_args, cli, id, load, lookup, options, stdout, test_key, write};
-use kgbox_bundle::BundleReader;
+use common::{
+    assert_fails, build_args, cli, id, load, lookup, names, options, rel, stdout, test_key, write,
+};
+use kgbox_bundle::{BundleReader, Kg};
 use kgbox_pack::pack;
+use kgbox_pack::pack::PackReport;
+use kgbox_query::link::{link_mention, link_text, LinkOptions};
+use kgbox_query::translate::iri::{entity_by_literal, entity_term, EntityTerm, Namespaces};
 
 const BR_IRI: &str = "http://example.org/movie/Blade_Runner";
 
@@ -335,4 +343,323 @@ fn syntax_errors_name_the_file_and_line() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("bad.nt.gz:3: "), "{err}");
+}
+
+/// Packs `input` with `--label-predicate` `given`; returns the bundle and
+/// the report (whose notes are the pack log).
+fn pack_labelled(input: &Path, dir: &Path, given: &[&str]) -> (PathBuf, PackReport) {
+    let out = dir.join("labelled.kgb");
+    let mut opts = options(input);
+    opts.label_predicates = given.iter().map(|g| g.to_string()).collect();
+    let report = pack(&opts, &test_key(), &out).unwrap();
+    (out, report)
+}
+
+/// The pack log line that contains `what`, failing the test if none does.
+fn note<'a>(report: &'a PackReport, what: &str) -> &'a str {
+    report
+        .notes
+        .iter()
+        .find(|n| n.contains(what))
+        .unwrap_or_else(|| panic!("no note with {what:?} in {:#?}", report.notes))
+}
+
+/// Names of the entities whose name starts with `prefix`.
+fn named<'a>(kg: &Kg<'a>, prefix: &str) -> Vec<&'a str> {
+    (0..kg.entity_count() as u32)
+        .filter_map(|e| kg.entity_name(e))
+        .filter(|n| n.starts_with(prefix))
+        .collect()
+}
+
+/// A film graph that names things with its own `:name` predicate.
+const OWN_NAMES: &str = r#"@prefix : <http://ex.org/> .
+@prefix xsd: <http://www.w3.org/2001/XMLSchema#> .
+:Alien :name "Alien" ; :title "Alien: the film" ; :directed_by :Ridley_Scott ;
+    :starring :Sigourney_Weaver ; :released "1979-05-25"^^xsd:date ; :runtime 117 .
+:Blade_Runner :name "Blade Runner" ; :title "Blade Runner: the film" ;
+    :directed_by :Ridley_Scott ; :released "1982-06-25"^^xsd:date .
+:Ridley_Scott :name "Ridley Scott" ; :born "1937" .
+:Sigourney_Weaver :name "Sigourney Weaver" .
+"#;
+
+#[test]
+fn a_custom_name_predicate_is_detected_and_names_entities() {
+    let dir = tempfile::tempdir().unwrap();
+    let ttl = write(dir.path(), "own.ttl", OWN_NAMES);
+    let (bundle, report) = pack_labelled(&ttl, dir.path(), &[]);
+    let loaded = load(&bundle, &test_key().public());
+    let kg = loaded.kg();
+    // The IRI entity has the plain name; no "Alien (http…)", no literal node.
+    assert_eq!(named(&kg, "Alien"), ["Alien"]);
+    assert_eq!(kg.entity_iri(id(&kg, "Alien")), Some("http://ex.org/Alien"));
+    assert_eq!(
+        kg.entity_iri(id(&kg, "Ridley Scott")),
+        Some("http://ex.org/Ridley_Scott")
+    );
+    // `:name` is a name predicate, not a relation; `:title` (also name-like,
+    // and covering fewer subjects) names too, as the lower-ranked alias.
+    assert!(kg.relation_id("name").is_none());
+    assert!(kg.aliases(id(&kg, "Alien")).any(|a| a == "Alien: the film"));
+    assert_eq!(
+        note(&report, "<http://ex.org/name>"),
+        "names: <http://ex.org/name> names 4 of 4 subjects (one short literal each: detected)"
+    );
+    // Years and dates are values, not names: they stay nodes.
+    assert_eq!(kg.entity_iri(id(&kg, "1937")), None);
+    assert!(
+        !report.notes.iter().any(|n| n.contains("born")),
+        "{:#?}",
+        report.notes
+    );
+}
+
+#[test]
+fn label_predicate_overrides_detection() {
+    let dir = tempfile::tempdir().unwrap();
+    let ttl = write(dir.path(), "own.ttl", OWN_NAMES);
+    // Exactly `:title` names: `:name` values are literal nodes again.
+    let (bundle, report) = pack_labelled(&ttl, dir.path(), &["http://ex.org/title"]);
+    let loaded = load(&bundle, &test_key().public());
+    let kg = loaded.kg();
+    let alien = id(&kg, "Alien: the film");
+    assert_eq!(kg.entity_iri(alien), Some("http://ex.org/Alien"));
+    let literal = id(&kg, "Alien");
+    assert_eq!(kg.entity_iri(literal), None);
+    assert_eq!(kg.out.neighbours(alien, rel(&kg, "name")), [literal]);
+    assert_eq!(
+        note(&report, "<http://ex.org/title>"),
+        "names: <http://ex.org/title> names 2 of 4 subjects (--label-predicate)"
+    );
+    assert!(!report.notes.iter().any(|n| n.contains("detected")));
+
+    // Several: the first given wins, the others are aliases.
+    let (bundle, _) = pack_labelled(
+        &ttl,
+        dir.path(),
+        &["<http://ex.org/name>", "http://ex.org/title"],
+    );
+    let loaded = load(&bundle, &test_key().public());
+    let kg = loaded.kg();
+    assert_eq!(named(&kg, "Alien"), ["Alien"]);
+    assert!(kg.aliases(id(&kg, "Alien")).any(|a| a == "Alien: the film"));
+    assert!(kg.relation_id("title").is_none());
+
+    // Through the CLI, a predicate the graph does not have is an error
+    // that names it; so is one without literal objects.
+    let key = common::write_key(dir.path());
+    let out = dir.path().join("x.kgb");
+    for (given, problem) in [
+        ("http://ex.org/nope", "is not a predicate of this graph"),
+        ("http://ex.org/directed_by", "has no literal objects"),
+    ] {
+        let mut args = build_args(
+            ttl.to_str().unwrap(),
+            key.to_str().unwrap(),
+            out.to_str().unwrap(),
+        );
+        args.extend(["--label-predicate", given]);
+        let err = assert_fails(&cli(&args, &[]));
+        assert!(
+            err.contains(&format!("<{given}>")) && err.contains(problem),
+            "{err}"
+        );
+        assert!(err.contains("own.ttl"), "{err}");
+        assert!(!out.exists());
+    }
+    // A TSV input has no predicates to choose from.
+    let tsv = write(dir.path(), "t.tsv", "a\tr\tb\n");
+    let mut opts = options(&tsv);
+    opts.label_predicates = vec!["rdfs:label".into()];
+    let err = pack(&opts, &test_key(), &out).unwrap_err().to_string();
+    assert!(
+        err.contains("--label-predicate applies to RDF input"),
+        "{err}"
+    );
+}
+
+#[test]
+fn known_name_predicates_foaf_and_dcterms() {
+    let dir = tempfile::tempdir().unwrap();
+    let ttl = write(
+        dir.path(),
+        "known.ttl",
+        r#"@prefix ex: <http://ex.org/> .
+@prefix foaf: <http://xmlns.com/foaf/0.1/> .
+@prefix dcterms: <http://purl.org/dc/terms/> .
+@prefix dc: <http://purl.org/dc/elements/1.1/> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+ex:pkd foaf:name "Philip K. Dick" ; foaf:nick "PKD" ; ex:wrote ex:b1, ex:b2 .
+ex:b1 dcterms:title "Ubik" .
+ex:b2 dc:title "Valis" ; rdfs:label "VALIS (novel)" .
+"#,
+    );
+    let (bundle, report) = pack_labelled(&ttl, dir.path(), &[]);
+    let loaded = load(&bundle, &test_key().public());
+    let kg = loaded.kg();
+    let pkd = id(&kg, "Philip K. Dick");
+    assert_eq!(kg.entity_iri(pkd), Some("http://ex.org/pkd"));
+    assert!(kg.aliases(pkd).any(|a| a == "PKD"));
+    assert_eq!(kg.entity_iri(id(&kg, "Ubik")), Some("http://ex.org/b1"));
+    // rdfs:label ranks above dc:title, which stays an alias.
+    let valis = id(&kg, "VALIS (novel)");
+    assert!(kg.aliases(valis).any(|a| a == "Valis"));
+    let mut books = names(&kg, kg.out.neighbours(pkd, rel(&kg, "wrote")));
+    books.sort_unstable();
+    assert_eq!(books, ["Ubik", "VALIS (novel)"]);
+    assert!(kg.relation_id("name").is_none() && kg.relation_id("title").is_none());
+    for line in [
+        "names: foaf:name names 1 of 3 subjects (known)",
+        "names: dcterms:title names 1 of 3 subjects (known)",
+        "names: rdfs:label names 1 of 3 subjects (known)",
+        "aliases: foaf:nick gives 1 aliases to 1 subjects (known)",
+    ] {
+        assert_eq!(note(&report, line), line);
+    }
+}
+
+#[test]
+fn long_texts_stay_out_of_the_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "A".repeat(20) + &" word".repeat(30);
+    let ttl = write(
+        dir.path(),
+        "texts.ttl",
+        format!(
+            r#"@prefix ex: <http://ex.org/> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+@prefix schema: <http://schema.org/> .
+ex:Alien rdfs:label "Alien" ; rdfs:comment "A film." ; ex:genre "horror" ;
+    ex:plot "{long}" ; schema:description "The crew of a commercial spacecraft meets a deadly lifeform." .
+ex:Heat rdfs:label "Heat" ; ex:genre "crime" ; ex:plot "one two three four five six seven eight nine ten eleven twelve thirteen" .
+"#
+        ),
+    );
+    let (bundle, report) = pack_labelled(&ttl, dir.path(), &[]);
+    let loaded = load(&bundle, &test_key().public());
+    let kg = loaded.kg();
+    let mut all: Vec<&str> = named(&kg, "");
+    all.sort_unstable();
+    assert_eq!(all, ["Alien", "Heat", "crime", "horror"]);
+    assert!(kg.relation_id("comment").is_none() && kg.relation_id("plot").is_none());
+    assert_eq!(
+        kg.out.neighbours(id(&kg, "Alien"), rel(&kg, "genre")),
+        [id(&kg, "horror")]
+    );
+    let line = note(&report, "long text literals");
+    assert!(
+        line.starts_with(
+            "long texts: 4 long text literals (predicates <http://ex.org/plot> 2, \
+             schema:description 1, rdfs:comment 1) kept out of the graph"
+        ),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_literal_value_yields_its_name_to_an_entity() {
+    let dir = tempfile::tempdir().unwrap();
+    let ttl = write(
+        dir.path(),
+        "yield.ttl",
+        r#"@prefix ex: <http://ex.org/> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+ex:Paris rdfs:label "Paris" ; ex:country ex:France .
+ex:France rdfs:label "France" .
+ex:Amelie rdfs:label "Amélie" ; ex:set_in "Paris" .
+"#,
+    );
+    let (bundle, _) = pack_labelled(&ttl, dir.path(), &[]);
+    let loaded = load(&bundle, &test_key().public());
+    let kg = loaded.kg();
+    assert_eq!(kg.entity_iri(id(&kg, "Paris")), Some("http://ex.org/Paris"));
+    let value = id(&kg, "Paris (literal)");
+    assert_eq!(kg.entity_iri(value), None);
+    assert!(kg.aliases(value).any(|a| a == "Paris"));
+    assert_eq!(
+        kg.out.neighbours(id(&kg, "Amélie"), rel(&kg, "set_in")),
+        [value]
+    );
+    // Linking "Paris" finds the city.
+    let c = link_mention(&kg, "Paris", &LinkOptions::default());
+    assert_eq!(c[0].name, "Paris", "{c:?}");
+    // In SPARQL (and the export) the value is still the literal "Paris".
+    let ns = Namespaces {
+        entity: "urn:kgbox:e:",
+        relation: "urn:kgbox:r:",
+    };
+    assert_eq!(
+        entity_term(&kg, value, ns),
+        Some(EntityTerm::Literal("Paris".into()))
+    );
+    assert_eq!(entity_by_literal(&kg, "Paris"), Some(value));
+}
+
+#[test]
+fn disambiguators_give_aliases_and_linking_prefers_the_entity() {
+    let dir = tempfile::tempdir().unwrap();
+    let ttl = write(
+        dir.path(),
+        "mercury.ttl",
+        r#"@prefix ex: <http://ex.org/> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+ex:Mercury_planet rdfs:label "Mercury (planet)" ; ex:orbits ex:Sun ; ex:type ex:Planet ;
+    ex:moons "0" .
+ex:Mercury_god rdfs:label "Mercury (mythology)" ; ex:type ex:God .
+ex:Sun rdfs:label "Sun" .
+ex:Element80 rdfs:label "Element 80" ; ex:element "Mercury" ; ex:note "Venus (planet)" .
+ex:Freddie_Mercury ex:plays ex:Piano .
+"#,
+    );
+    let (bundle, _) = pack_labelled(&ttl, dir.path(), &[]);
+    let loaded = load(&bundle, &test_key().public());
+    let kg = loaded.kg();
+    let planet = id(&kg, "Mercury (planet)");
+    let god = id(&kg, "Mercury (mythology)");
+    let value = id(&kg, "Mercury");
+    assert_eq!(kg.entity_iri(value), None);
+    assert!(kg.aliases(planet).any(|a| a == "Mercury"));
+    assert!(kg.aliases(god).any(|a| a == "Mercury"));
+    // A readable IRI name gets no alias without a disambiguator, and a
+    // literal none at all.
+    assert!(kg.aliases(id(&kg, "Freddie Mercury")).next().is_none());
+    assert!(lookup(&kg, "venus").is_empty());
+
+    // The planet (degree 3) before its namesake (degree 1), both before the
+    // literal value "Mercury" that has the very name.
+    let c = link_mention(&kg, "Mercury", &LinkOptions::default());
+    let found: Vec<u32> = c.iter().map(|c| c.entity).collect();
+    assert_eq!(found, [planet, god, value], "{c:?}");
+    let ms = link_text(
+        &kg,
+        "Which star does [Mercury] orbit?",
+        &LinkOptions::default(),
+    );
+    assert_eq!(ms[0].candidates[0].entity, planet, "{ms:?}");
+    let ms = link_text(
+        &kg,
+        "Which star does Mercury orbit?",
+        &LinkOptions::default(),
+    );
+    assert_eq!(ms[0].candidates[0].entity, planet, "{ms:?}");
+}
+
+#[test]
+fn dates_and_numbers_stay_answerable_nodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let ttl = write(dir.path(), "own.ttl", OWN_NAMES);
+    let (bundle, _) = pack_labelled(&ttl, dir.path(), &[]);
+    let loaded = load(&bundle, &test_key().public());
+    let kg = loaded.kg();
+    let alien = id(&kg, "Alien");
+    let date = id(&kg, "1979-05-25");
+    assert_eq!(kg.out.neighbours(alien, rel(&kg, "released")), [date]);
+    assert_eq!(
+        names(&kg, kg.out.neighbours(alien, rel(&kg, "runtime"))),
+        ["117"]
+    );
+    // The date links, and leads back to the film.
+    let c = link_mention(&kg, "1979-05-25", &LinkOptions::default());
+    assert_eq!(c[0].entity, date, "{c:?}");
+    assert_eq!(kg.inc.neighbours(date, rel(&kg, "released")), [alien]);
 }

@@ -459,11 +459,20 @@ fn a_planned_query_without_answers_is_relaxed() {
         "\"Ridley Scott\" -> directed_by_inv"
     );
     assert_eq!(answer_names(&v), ["Blade Runner"]);
+    // The answer is labelled a guess, with the query that gave it.
+    assert_eq!(v["confidence"], "repaired", "{v}");
+    let caveat = v["caveat"].as_str().unwrap_or_default();
+    assert!(
+        caveat.starts_with("repaired query: \"Ridley Scott\" -> directed_by_inv")
+            && caveat.ends_with("found nothing; this is a guess"),
+        "{v}"
+    );
     // Off for one request.
     let (status, v) = server.post_json("/v1/ask", &json!({"question": question, "repair": false}));
     assert_eq!(status, 200, "{v}");
     assert!(v.get("repair").is_none(), "{v}");
     assert_eq!(v["answers"], json!([]), "{v}");
+    assert_eq!(v["confidence"], "low", "{v}");
     drop(server);
     let o = device.kgbox(&["ask", question]);
     assert!(o.status.success(), "{}", stderr(&o));

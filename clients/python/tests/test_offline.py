@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 
-from kgbox_client import AskResult, DeviceStatus, KgboxError, KgboxTimeout, QueryResult, wire
+from kgbox_client import AskResult, DeviceStatus, KgboxError, KgboxTimeout, QueryResult, RepairedAnswerWarning, wire
 
 
 def test_topics_follow_the_device_scheme() -> None:
@@ -85,3 +86,30 @@ def test_results_keep_unknown_fields_and_tolerate_missing_ones() -> None:
     with pytest.raises(KgboxError) as info:
         AskResult.from_json({"error": "no answers here"})
     assert info.value.code == "bad_reply"
+
+
+def test_a_repaired_answer_says_so() -> None:
+    caveat = 'repaired query: "Acme" -> employs — the question\'s query "Acme" -> member found nothing; this is a guess'
+    raw = {
+        "answers": [{"id": 3, "name": "Carol", "score": 1.0}],
+        "query": '"Acme" -> member',
+        "repair": {"kind": "relax", "original": '"Acme" -> member', "repaired": '"Acme" -> employs'},
+        "confidence": "repaired",
+        "caveat": caveat,
+    }
+    r = AskResult.from_json(raw)
+    assert r.repaired and r.confidence == "repaired" and r.caveat == caveat
+    with pytest.warns(RepairedAnswerWarning, match="this is a guess"):
+        assert r.names == ["Carol"]
+    # A high-confidence answer, and one from a device that does not say: no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        high = AskResult.from_json({**raw, "repair": None, "confidence": "high", "caveat": None})
+        assert not high.repaired and high.names == ["Carol"]
+        old = AskResult.from_json({"answers": raw["answers"]})
+        assert old.confidence is None and not old.repaired and old.names == ["Carol"]
+    # A device that predates the field: the repair report tells.
+    older = AskResult.from_json({k: v for k, v in raw.items() if k not in ("confidence", "caveat")})
+    assert older.repaired
+    with pytest.warns(RepairedAnswerWarning, match="employs"):
+        assert older.names == ["Carol"]

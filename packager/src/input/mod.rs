@@ -6,7 +6,11 @@
 //! - `source.rs`: the format and compression from a file name; opening a
 //!   file through its decompressor.
 //! - `tsv.rs`: tab-separated triples, aliases, relation descriptions.
-//! - `rdf.rs`: the RDF syntaxes (oxttl), labels.
+//! - `rdf.rs`: the RDF syntaxes (oxttl).
+//! - `literals.rs`: the literal triples of an RDF file, held until the
+//!   name predicates are chosen; long texts.
+//! - `label_predicates.rs`: which predicates name entities (known,
+//!   detected or given with `--label-predicate`).
 //! - `names.rs`: entity and relation names from IRIs and labels.
 
 use std::collections::HashMap;
@@ -15,7 +19,9 @@ use std::path::{Path, PathBuf};
 use indicatif::ProgressBar;
 
 mod interner;
+mod label_predicates;
 mod large;
+mod literals;
 mod names;
 mod rdf;
 mod source;
@@ -62,6 +68,25 @@ pub enum InputError {
     Empty { file: PathBuf },
     #[error("cannot spill triples to the temporary directory (see --spill-dir)")]
     Spill(#[source] std::io::Error),
+    #[error("{file}: --label-predicate <{iri}> is not a predicate of this graph")]
+    UnknownLabelPredicate { file: PathBuf, iri: String },
+    #[error(
+        "{file}: --label-predicate <{iri}> has no literal objects to name entities with \
+         (its objects are IRIs or blank nodes)"
+    )]
+    LabelPredicateWithoutLiterals { file: PathBuf, iri: String },
+    #[error("{file}: --label-predicate applies to RDF input, and this file is TSV")]
+    LabelPredicateOnTsv { file: PathBuf },
+}
+
+/// How the triples are read.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// RDF only: the predicates whose literals name entities, best first
+    /// (full IRIs, `<IRI>` or a known prefix such as `rdfs:label`); empty:
+    /// the known name predicates and the detected ones (see
+    /// `label_predicates.rs`).
+    pub label_predicates: Vec<String>,
 }
 
 /// Triples file syntax.
@@ -94,13 +119,27 @@ pub fn read_triples(
     kg: &mut RawKg,
     progress: &ProgressBar,
 ) -> Result<(), InputError> {
+    read_triples_with(path, format, &ReadOptions::default(), kg, progress)
+}
+
+/// [`read_triples`] with options (`--label-predicate`).
+pub fn read_triples_with(
+    path: &Path,
+    format: Option<Format>,
+    opts: &ReadOptions,
+    kg: &mut RawKg,
+    progress: &ProgressBar,
+) -> Result<(), InputError> {
     let format = match format {
         Some(f) => f,
         None => Format::from_path(path)?,
     };
     match format {
+        Format::Tsv if !opts.label_predicates.is_empty() => Err(InputError::LabelPredicateOnTsv {
+            file: path.to_path_buf(),
+        }),
         Format::Tsv => read_tsv(path, kg, progress),
-        rdf => read_rdf(path, rdf, kg, progress),
+        rdf => rdf::read_rdf_with(path, rdf, opts, kg, progress),
     }
 }
 
@@ -121,6 +160,9 @@ pub struct RawKg {
     pub relation_iris: HashMap<u32, String>,
     /// Input lines that named entities or relations absent from the triples.
     pub warnings: Vec<String>,
+    /// What the reading chose, for the pack log (which predicates name
+    /// entities and why, long texts kept out of the graph).
+    pub notes: Vec<String>,
     /// The graph read to disk, once a TSV input outgrew the in-memory
     /// limit (see [`RawKg::with_spill`]); `entities` and `triples` are then
     /// empty and unused.

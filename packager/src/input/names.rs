@@ -7,6 +7,9 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
+// The qualifier of a literal value whose plain name an entity has: the
+// runtime reads the value back from the name and its alias.
+use kgbox_query::translate::iri::LITERAL_QUALIFIER;
 use sha2::{Digest, Sha256};
 
 use super::{InputError, RawKg};
@@ -211,15 +214,70 @@ fn blank_names(
 /// Rounds of renaming entities whose names clash before giving up.
 const MAX_CLASH_ROUNDS: usize = 8;
 
+/// `Mercury (planet)` → `Mercury`: the name without a trailing
+/// parenthesised disambiguator, when something is left.
+pub(super) fn without_disambiguator(name: &str) -> Option<&str> {
+    let inner = name.trim_end().strip_suffix(')')?;
+    let open = inner.rfind('(')?;
+    if inner[open + 1..].contains(')') || inner[open + 1..].trim().is_empty() {
+        return None;
+    }
+    let stripped = inner[..open].trim_end();
+    (!stripped.is_empty()).then_some(stripped)
+}
+
+/// Renames the names that clash (`clashing` gives them, from the names of
+/// this round) with their qualifiers, one more per round, until none does.
+fn disambiguate(
+    path: &Path,
+    keys: &[String],
+    base: &[String],
+    quals: &[Vec<String>],
+    names: &mut [String],
+    clashing: impl Fn(&[String]) -> Vec<usize>,
+) -> Result<(), InputError> {
+    for round in 0.. {
+        let clashing = clashing(names);
+        if clashing.is_empty() {
+            break;
+        }
+        let stuck = clashing.iter().all(|&i| quals[i].is_empty());
+        if round >= MAX_CLASH_ROUNDS || stuck {
+            let shown: Vec<&str> = clashing.iter().take(3).map(|&i| keys[i].as_str()).collect();
+            return Err(InputError::Rdf {
+                file: path.to_path_buf(),
+                problem: format!(
+                    "cannot give these entities distinct names: {}",
+                    shown.join(", ")
+                ),
+            });
+        }
+        for i in clashing {
+            if let Some(q) = quals[i].get(round).or(quals[i].last()) {
+                names[i] = if round < quals[i].len() {
+                    format!("{} ({q})", base[i])
+                } else {
+                    format!("{} ({q}) #{round}", base[i])
+                };
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Gives the entities interned from `first` on their display names, records
 /// their IRIs and turns their labels into aliases.
 ///
 /// An entity with an IRI is named by its best label (`rank`, then English or
 /// no language, then the smallest value), else by [`readable`]; a blank node
 /// by its best label, else by its [`blank_names`] name; a literal by its
-/// value. Names that clash get a qualifier in parentheses (the IRI's local
-/// part, then the whole IRI; the blank node's name), every label stays an
-/// alias, and literal values keep their plain names.
+/// value. Names clash only among these real entities (IRIs and blank
+/// nodes): the clashing ones get a qualifier in parentheses (the IRI's
+/// local part, then the whole IRI; the blank node's name). A literal value
+/// whose name a real entity has yields: it is named `value (literal)`, with
+/// its value as an alias. Every label stays an alias, and a real entity's
+/// name or label with a parenthesised disambiguator (`Mercury (planet)`)
+/// also gives the alias without it (`Mercury`).
 pub(super) fn name_entities(
     path: &Path,
     kg: &mut RawKg,
@@ -251,6 +309,7 @@ pub(super) fn name_entities(
     // Base names and the qualifiers that tell clashing names apart.
     let mut base = Vec::with_capacity(keys.len());
     let mut quals: Vec<Vec<String>> = Vec::with_capacity(keys.len());
+    let (mut real, mut values) = (Vec::new(), Vec::new());
     for (i, key) in keys.iter().enumerate() {
         let id = (first + i) as u32;
         let label = best.get(&id).map(|b| b.2.to_string());
@@ -264,60 +323,73 @@ pub(super) fn name_entities(
                 };
                 base.push(label.unwrap_or_else(|| readable(iri)));
                 quals.push(q);
+                real.push(i);
             }
             Kind::Blank => {
                 let name = blanks.get(&id).cloned().unwrap_or_else(|| key.clone());
                 base.push(label.unwrap_or_else(|| name.clone()));
                 quals.push(vec![name]);
+                real.push(i);
             }
             Kind::Literal(value) => {
                 base.push(value.to_string());
-                quals.push(Vec::new());
+                quals.push(vec![LITERAL_QUALIFIER.to_string()]);
+                values.push(i);
             }
         }
     }
     let mut names = base.clone();
-    for round in 0.. {
+    // Real entities first, among themselves and the entities of earlier
+    // inputs.
+    let earlier: Vec<&str> = kg.entities.iter().take(first).collect();
+    disambiguate(path, &keys, &base, &quals, &mut names, |names| {
         let mut count: HashMap<&str, usize> = HashMap::new();
-        for n in kg
-            .entities
+        for n in earlier
             .iter()
-            .take(first)
-            .chain(names.iter().map(String::as_str))
+            .copied()
+            .chain(real.iter().map(|&k| names[k].as_str()))
         {
             *count.entry(n).or_default() += 1;
         }
-        let clashing: Vec<usize> = (0..names.len())
+        real.iter()
+            .copied()
             .filter(|&i| count.get(names[i].as_str()).copied().unwrap_or(0) > 1)
-            .collect();
-        if clashing.is_empty() {
-            break;
+            .collect()
+    })?;
+    // Then literal values, against the real entities' final names.
+    let taken: HashSet<String> = earlier
+        .iter()
+        .map(|n| n.to_string())
+        .chain(real.iter().map(|&k| names[k].clone()))
+        .collect();
+    disambiguate(path, &keys, &base, &quals, &mut names, |names| {
+        let mut count: HashMap<&str, usize> = HashMap::new();
+        for &k in &values {
+            *count.entry(names[k].as_str()).or_default() += 1;
         }
-        let stuck = clashing.iter().all(|&i| quals[i].is_empty());
-        if round >= MAX_CLASH_ROUNDS || stuck {
-            let shown: Vec<&str> = clashing.iter().take(3).map(|&i| keys[i].as_str()).collect();
-            return Err(InputError::Rdf {
-                file: path.to_path_buf(),
-                problem: format!(
-                    "cannot give these entities distinct names: {}",
-                    shown.join(", ")
-                ),
-            });
-        }
-        for i in clashing {
-            if let Some(q) = quals[i].get(round).or(quals[i].last()) {
-                names[i] = if round < quals[i].len() {
-                    format!("{} ({q})", base[i])
-                } else {
-                    format!("{} ({q}) #{round}", base[i])
-                };
-            }
-        }
-    }
+        values
+            .iter()
+            .copied()
+            .filter(|&i| taken.contains(&names[i]) || count.get(names[i].as_str()) > Some(&1))
+            .collect()
+    })?;
     for l in labels {
         let value = l.value.trim();
         if !value.is_empty() {
             kg.aliases.push((l.entity, value.to_string()));
+            if let Some(short) = without_disambiguator(value) {
+                kg.aliases.push((l.entity, short.to_string()));
+            }
+        }
+    }
+    for &i in &real {
+        if let Some(short) = without_disambiguator(&base[i]) {
+            kg.aliases.push(((first + i) as u32, short.to_string()));
+        }
+    }
+    for &i in &values {
+        if names[i] != base[i] {
+            kg.aliases.push(((first + i) as u32, base[i].clone()));
         }
     }
     kg.entities.rename(|i, old| match i.checked_sub(first) {
@@ -374,6 +446,17 @@ mod tests {
         assert_eq!(readable("http://ex.org/bad%FF"), "bad%FF");
         assert_eq!(readable("http://ex.org/__"), "http://ex.org/__");
         assert_eq!(readable("http://www.wikidata.org/entity/Q42"), "Q42");
+    }
+
+    #[test]
+    fn disambiguators() {
+        assert_eq!(without_disambiguator("Mercury (planet)"), Some("Mercury"));
+        assert_eq!(without_disambiguator("Paris (Q90) "), Some("Paris"));
+        assert_eq!(without_disambiguator("(planet)"), None);
+        assert_eq!(without_disambiguator("Mercury ()"), None);
+        assert_eq!(without_disambiguator("Mercury"), None);
+        assert_eq!(without_disambiguator("f(x) = (y)"), Some("f(x) ="));
+        assert_eq!(without_disambiguator("a (b))"), None);
     }
 
     #[test]

@@ -1,40 +1,29 @@
 //! RDF triples files (N-Triples, Turtle, N-Quads), parsed as streams with
 //! oxttl.
 //!
-//! IRIs and blank nodes become entities; a literal object becomes an entity
-//! named by its lexical form (its datatype and language are dropped), except
-//! for the label predicates, whose literals name their subject or become its
-//! aliases (see [`LABEL_PREDICATES`]). Predicates become relations. In
+//! IRIs and blank nodes become entities and predicates relations. Literal
+//! objects are held until the whole file is read (`literals.rs`); then the
+//! name predicates are chosen (`label_predicates.rs`): their literals name
+//! their subject or become its aliases, and are no graph nodes. Of the other
+//! literals, descriptions and long texts are kept out of the graph (counted
+//! in the pack log), and the rest become entities named by their lexical
+//! form (datatype and language dropped): dates, numbers, short values. In
 //! N-Quads the graph name is ignored: the quads of every graph are read as
 //! one graph's triples. Names and source IRIs are given in `names.rs`.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use indicatif::ProgressBar;
 use oxrdf::{NamedNode, NamedOrBlankNode, Term};
 use oxttl::TurtleParseError;
 
+use super::interner::Interner;
+use super::label_predicates::{self, count, shown, Seen};
+use super::literals::{self, Literals};
 use super::names::{self, Label};
 use super::source::{open, read_error};
-use super::{Format, InputError, RawKg};
-
-/// Predicates whose literal objects label their subject, with their rank as
-/// a display name (lower is preferred; `None`: an alias only). Every label
-/// that does not become the name is an alias.
-pub const LABEL_PREDICATES: &[(&str, Option<u8>)] = &[
-    ("http://www.w3.org/2000/01/rdf-schema#label", Some(0)),
-    ("http://www.w3.org/2004/02/skos/core#prefLabel", Some(1)),
-    ("http://schema.org/name", Some(2)),
-    ("https://schema.org/name", Some(2)),
-    ("http://www.w3.org/2004/02/skos/core#altLabel", None),
-];
-
-fn label_rank(predicate: &str) -> Option<Option<u8>> {
-    LABEL_PREDICATES
-        .iter()
-        .find(|(p, _)| *p == predicate)
-        .map(|(_, rank)| *rank)
-}
+use super::{Format, InputError, RawKg, ReadOptions};
 
 fn parse_error(path: &Path, e: TurtleParseError) -> InputError {
     match e {
@@ -50,10 +39,16 @@ fn parse_error(path: &Path, e: TurtleParseError) -> InputError {
     }
 }
 
-/// What one file adds, before names are given.
+/// What one file adds while it is read.
 struct Reading<'a> {
     kg: &'a mut RawKg,
-    labels: Vec<Label>,
+    literals: Literals,
+    /// Every predicate of the file (literal objects or not).
+    predicates: Interner,
+    /// Objects that are IRIs or blank nodes, by predicate id.
+    nonliteral: Vec<u64>,
+    /// Whether each entity id is the subject of a triple.
+    subjects: Vec<bool>,
 }
 
 impl Reading<'_> {
@@ -68,22 +63,25 @@ impl Reading<'_> {
             NamedOrBlankNode::NamedNode(n) => names::key_iri(n.as_str()),
             NamedOrBlankNode::BlankNode(b) => names::key_blank(b.as_str()),
         };
+        let s = self.kg.entities.intern(&subject);
+        if self.subjects.len() <= s as usize {
+            self.subjects.resize(s as usize + 1, false);
+        }
+        self.subjects[s as usize] = true;
         let predicate = predicate.as_str();
+        let p = self.predicates.intern(predicate);
+        if self.nonliteral.len() <= p as usize {
+            self.nonliteral.resize(p as usize + 1, 0);
+        }
         let object = match object {
             Term::NamedNode(n) => names::key_iri(n.as_str()),
             Term::BlankNode(b) => names::key_blank(b.as_str()),
             Term::Literal(l) => {
-                if let Some(rank) = label_rank(predicate) {
-                    let entity = self.kg.entities.intern(&subject);
-                    self.labels.push(Label {
-                        entity,
-                        rank,
-                        value: l.value().to_string(),
-                        lang: l.language().unwrap_or_default().to_string(),
-                    });
-                    return Ok(());
-                }
-                names::key_literal(l.value())
+                let string =
+                    l.language().is_some() || literals::is_string_datatype(l.datatype().as_str());
+                self.literals
+                    .push(s, p, l.value(), l.language().unwrap_or_default(), string);
+                return Ok(());
             }
             // Quoted triples (RDF 1.2), when oxrdf is built with them.
             #[allow(unreachable_patterns)]
@@ -94,18 +92,95 @@ impl Reading<'_> {
                 })
             }
         };
+        self.nonliteral[p as usize] += 1;
         // Relations are interned by IRI here and named afterwards.
         self.kg
             .add_triple(&subject, predicate, &object)
             .map_err(InputError::Spill)
     }
+
+    /// Chooses the name predicates, turns their literals into labels and
+    /// adds the other literals to the graph (long texts aside); returns
+    /// the labels.
+    fn finish(mut self, path: &Path, opts: &ReadOptions) -> Result<Vec<Label>, InputError> {
+        self.literals.sort();
+        self.nonliteral.resize(self.predicates.len(), 0);
+        let choice = label_predicates::choose(
+            path,
+            &Seen {
+                predicates: &self.predicates,
+                nonliteral: &self.nonliteral,
+                literals: &self.literals,
+                subjects: &self.subjects,
+            },
+            &opts.label_predicates,
+        )?;
+        self.kg.notes.extend(choice.notes.iter().cloned());
+        let mut labels = Vec::new();
+        // Long texts kept out, by predicate IRI (ordered for the log).
+        let mut texts: BTreeMap<&str, u64> = BTreeMap::new();
+        for l in self.literals.items() {
+            let value = self.literals.value(l);
+            let predicate = self.predicates.name(l.predicate);
+            if let Some(rank) = choice.rank(l.predicate) {
+                labels.push(Label {
+                    entity: l.subject,
+                    rank,
+                    value: value.to_string(),
+                    lang: self.literals.lang(l).to_string(),
+                });
+            } else if choice.is_text(l.predicate) || literals::is_long_text(value) {
+                *texts.entry(predicate).or_default() += 1;
+            } else {
+                let subject = self.kg.entities.name(l.subject).to_string();
+                self.kg
+                    .add_triple(&subject, predicate, &names::key_literal(value))
+                    .map_err(InputError::Spill)?;
+            }
+        }
+        if !texts.is_empty() {
+            let total: u64 = texts.values().sum();
+            let mut by_count: Vec<(&str, u64)> = texts.into_iter().collect();
+            by_count.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            let mut shown_list: Vec<String> = by_count
+                .iter()
+                .take(5)
+                .map(|(p, n)| format!("{} {}", shown(p), count(*n)))
+                .collect();
+            if by_count.len() > 5 {
+                shown_list.push(format!("{} more", by_count.len() - 5));
+            }
+            self.kg.notes.push(format!(
+                "long texts: {} long text literals (predicates {}) kept out of the graph \
+                 (descriptions, comments, more than {} characters or {} words; the bundle \
+                 has no section for entity text)",
+                count(total),
+                shown_list.join(", "),
+                literals::LONG_TEXT_CHARS,
+                literals::LONG_TEXT_WORDS,
+            ));
+        }
+        Ok(labels)
+    }
 }
 
 /// Reads an RDF file in `format` (plain or compressed, see `source.rs`) as
-/// a stream. Syntax errors name the file and line.
+/// a stream, with the default [`ReadOptions`]. Syntax errors name the file
+/// and line.
 pub fn read_rdf(
     path: &Path,
     format: Format,
+    kg: &mut RawKg,
+    progress: &ProgressBar,
+) -> Result<(), InputError> {
+    read_rdf_with(path, format, &ReadOptions::default(), kg, progress)
+}
+
+/// [`read_rdf`] with options (`--label-predicate`).
+pub fn read_rdf_with(
+    path: &Path,
+    format: Format,
+    opts: &ReadOptions,
     kg: &mut RawKg,
     progress: &ProgressBar,
 ) -> Result<(), InputError> {
@@ -118,7 +193,10 @@ pub fn read_rdf(
     let first_relation = kg.relations.len();
     let mut r = Reading {
         kg,
-        labels: Vec::new(),
+        literals: Literals::default(),
+        predicates: Interner::default(),
+        nonliteral: Vec::new(),
+        subjects: Vec::new(),
     };
     match format {
         Format::Tsv => {}
@@ -141,7 +219,7 @@ pub fn read_rdf(
             }
         }
     }
-    let Reading { kg, labels } = r;
+    let labels = r.finish(path, opts)?;
     names::name_entities(path, kg, first_entity, &labels)?;
     names::name_relations(kg, first_relation);
     Ok(())

@@ -50,6 +50,7 @@ pub fn options(triples: &Path) -> PackOptions {
     PackOptions {
         triples: triples.to_path_buf(),
         format: None,
+        label_predicates: Vec::new(),
         aliases: None,
         relations: None,
         name: "test-bundle".into(),

@@ -51,7 +51,8 @@ pub fn projector<'k, 'a>(
 
 /// Runs a DSL query with the executor `opts.executor`: the neural ones over
 /// SEPPR subgraphs of `seppr.k` nodes, `sparql_store` on `store` (see
-/// [`crate::sparql_store`]).
+/// [`crate::sparql_store`]; the store's answers lose `opts.exclude` here,
+/// its count only those among the answers it returned).
 pub fn run_query(
     kg: &Kg<'_>,
     model: Option<&UltraModel>,
@@ -62,7 +63,13 @@ pub fn run_query(
     seppr: SepprParams,
 ) -> Result<(Answers, Timings), QueryError> {
     if opts.executor == Executor::SparqlStore {
-        return crate::sparql_store::run_query(store, kg, text, limits, opts);
+        let (mut answers, timings) = crate::sparql_store::run_query(store, kg, text, limits, opts)?;
+        let before = answers.answers.len();
+        answers
+            .answers
+            .retain(|a| !opts.exclude.contains(&a.entity));
+        answers.total = answers.total.saturating_sub(before - answers.answers.len());
+        return Ok((answers, timings));
     }
     let projector = projector(kg, model, opts.executor, seppr);
     let projector = projector.as_ref().map(|p| p as &dyn kgbox_query::Projector);

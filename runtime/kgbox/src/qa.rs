@@ -273,6 +273,7 @@ impl Stages for Served<'_, '_> {
         exec.top_k = spec.candidates;
         exec.max_paths = self.params.paths.unwrap_or(self.cfg.query.max_paths);
         exec.exclude_anchors = !spec.keep_anchors;
+        exec.exclude = spec.exclude.to_vec();
         exec.executor = self.executor;
         exec.deadline = self.params.deadline;
         crate::neural::run_query(

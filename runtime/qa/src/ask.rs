@@ -19,6 +19,7 @@ use kgbox_query::repair::RepairReport;
 use kgbox_query::Answers;
 
 use crate::arbitrate::{arbitrate, ArbitrateInput, Arbitrated, Arbitration};
+use crate::confidence::judge;
 use crate::pipeline::{
     ms, timed, AskError, AskOptions, AskResult, Context, ExecSpec, LinkedEntity, StageTimings,
 };
@@ -87,6 +88,10 @@ pub fn ask(
         };
         arbitrate(input, &found)
     });
+    // The repair's answers stand unless the strategies replaced them.
+    let repaired = repair.as_ref().filter(|_| !skip_rerank);
+    let best = answers.iter().map(|a| a.score).reduce(f32::max);
+    let (confidence, caveat) = judge(best, repaired, opts.strategies.min_score);
     timings.total = ms(t_all);
     Ok(AskResult {
         answers,
@@ -99,6 +104,8 @@ pub fn ask(
         rerank: reranked.info,
         features: reranked.features,
         repair,
+        confidence,
+        caveat,
         candidates: found.total,
         strategies,
         timings_ms: timings,
@@ -187,7 +194,8 @@ fn execute(
 }
 
 /// One query's candidates, then query repair (when on), which may replace
-/// them with the repaired query's.
+/// them with the repaired query's. Unless the plan keeps anchors, neither
+/// answers with the query's topic ([`kgbox_query::repair::topic`]).
 fn execute_plan(
     ctx: &Context<'_, '_>,
     opts: &AskOptions,
@@ -196,10 +204,15 @@ fn execute_plan(
     topic: Option<&Topic>,
     linked: &[LinkedEntity],
 ) -> Result<(Answers, Option<RepairReport>), AskError> {
+    let exclude = match (keep_anchors, kgbox_query::parse(query)) {
+        (false, Ok(q)) => kgbox_query::repair::topic(ctx.kg, &q),
+        _ => Vec::new(),
+    };
     let spec = ExecSpec {
         query,
         candidates: opts.candidates.max(opts.top_k),
         keep_anchors,
+        exclude: &exclude,
     };
     let mut found = ctx.stages.execute(&spec).map_err(|error| AskError::Query {
         query: query.to_string(),

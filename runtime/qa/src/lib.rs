@@ -18,6 +18,7 @@
 
 pub mod arbitrate;
 pub mod ask;
+pub mod confidence;
 pub mod llm;
 mod names;
 pub mod pipeline;
@@ -29,7 +30,9 @@ pub mod rerank;
 pub mod rng;
 pub mod strategies;
 
-pub use pipeline::{AskError, AskOptions, AskResult, Context, ExecSpec, PlannerKind, Stages};
+pub use pipeline::{
+    AskError, AskOptions, AskResult, Confidence, Context, ExecSpec, PlannerKind, Stages,
+};
 pub use planner::{LearnedPlanner, LlmPlanError, RelationVectors};
 
 /// A sentence encoder: unit-length embeddings of texts, in order. The

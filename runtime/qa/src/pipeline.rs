@@ -22,6 +22,7 @@ use crate::strategies::{StrategyOptions, StrategyReport};
 use crate::Embedder;
 
 pub use crate::arbitrate::AskAnswer;
+pub use crate::confidence::Confidence;
 pub use crate::planner::{PlanInfo, PlannerKind};
 pub use crate::question::LinkedEntity;
 pub use crate::rerank::NameSimilarity;
@@ -46,6 +47,11 @@ pub struct ExecSpec<'a> {
     /// Keep the query's anchor entities among the answers (otherwise they
     /// are excluded).
     pub keep_anchors: bool,
+    /// Entities never among the answers, whatever the query
+    /// ([`kgbox_query::ExecOptions::exclude`]): without `keep_anchors`, the
+    /// query's topic ([`kgbox_query::repair::topic`]: its anchors and the
+    /// entities named like them next to them).
+    pub exclude: &'a [u32],
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -205,6 +211,12 @@ pub struct AskResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub repair: Option<kgbox_query::repair::RepairReport>,
+    /// How far to trust the answers ([`Confidence`]).
+    pub confidence: Confidence,
+    /// Why the answers are not `high` confidence, in words for a person
+    /// (the repaired query, or the weak score); absent when they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caveat: Option<String>,
     /// Candidates the executor found (non-zero score), or those the
     /// retrieval strategies gathered when they found the answers.
     pub candidates: usize,

@@ -12,7 +12,8 @@ use crate::pipeline::{AskError, Context, ExecSpec};
 
 /// Repairs the query of `spec` when `found` calls for it and runs the
 /// repaired query with the served executor ([`crate::pipeline::Stages`]),
-/// replacing `found`. `with` are the question's linked entities other than
+/// replacing `found`; the repaired query's answers exclude the topic
+/// ([`kgbox_query::repair::RepairReport::excluded`]). `with` are the question's linked entities other than
 /// the topic.
 pub(crate) fn repair_found(
     ctx: &Context<'_, '_>,
@@ -38,9 +39,12 @@ pub(crate) fn repair_found(
         options: &opts,
         with,
     };
-    let rerun = |text: &str| {
+    let rerun = |text: &str, exclude: &[u32]| {
+        let mut all = spec.exclude.to_vec();
+        all.extend_from_slice(exclude);
         let repaired = ExecSpec {
             query: text,
+            exclude: &all,
             ..*spec
         };
         ctx.stages
@@ -59,7 +63,7 @@ pub(crate) fn repair_found(
         spec_repair,
         &ParseLimits::default(),
         &exec,
-        |text| Ok(rerun(text)),
+        |text, exclude| Ok(rerun(text, exclude)),
     )
     .map_err(fail)?;
     if let Some(answers) = rerun {

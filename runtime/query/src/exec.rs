@@ -125,6 +125,11 @@ pub struct ExecOptions {
     pub deadline: Option<Instant>,
     /// How projections are computed; anything but `Symbolic` needs a [`Projector`].
     pub executor: Executor,
+    /// Entities never returned, whatever their membership: removed from the
+    /// root's set before it is counted and ranked. Query repair fills it
+    /// with the question's topic ([`crate::repair::RepairReport::excluded`]),
+    /// so that a repaired query cannot answer with what it was asked about.
+    pub exclude: Vec<u32>,
 }
 
 impl Default for ExecOptions {
@@ -137,6 +142,7 @@ impl Default for ExecOptions {
             max_edge_visits: 20_000_000,
             deadline: None,
             executor: Executor::Symbolic,
+            exclude: Vec::new(),
         }
     }
 }
@@ -260,6 +266,13 @@ pub fn execute_with(
         }
         (mode, _) => run_with(mode, 0)?,
     };
+    let mut set = set;
+    if !opts.exclude.is_empty() {
+        let mut exclude = opts.exclude.clone();
+        exclude.sort_unstable();
+        exclude.dedup();
+        set.remove_all(&exclude);
+    }
     let total = set.len();
     let mut ranked: Vec<(u32, f32)> = set.iter().collect();
     let k = opts.top_k.min(ranked.len());

@@ -87,18 +87,22 @@ pub struct Repaired<T> {
 /// Runs `text` with `run`, and when `repair` is given and the answers call
 /// for it (none, or too many when tightening), repairs the query (a
 /// symbolic search, see [`crate::repair`]) and runs the repaired text with
-/// `run` again. `total` reads the answer count from `run`'s outcome. The
-/// one implementation of "run, repair, run again" for every front end.
+/// `run` again. `run` gets the text and the entities its answers must not
+/// include (none for the query as given; the report's
+/// [`RepairReport::excluded`], the query's topic, for the repaired one: to
+/// be added to [`ExecOptions::exclude`]). `total` reads the answer count
+/// from `run`'s outcome. The one implementation of "run, repair, run
+/// again" for every front end.
 pub fn run_repaired<T>(
     kg: &Kg<'_>,
     text: &str,
     limits: &ParseLimits,
     opts: &ExecOptions,
     repair: Option<RepairSpec<'_>>,
-    run: impl Fn(&str) -> Result<T, QueryError>,
+    run: impl Fn(&str, &[u32]) -> Result<T, QueryError>,
     total: impl Fn(&T) -> usize,
 ) -> Result<Repaired<T>, QueryError> {
-    let first = run(text)?;
+    let first = run(text, &[])?;
     let Some(spec) = repair else {
         return Ok(Repaired {
             outcome: first,
@@ -122,8 +126,9 @@ pub fn run_repaired<T>(
 }
 
 /// Repairs `text` (whose run found `total` answers) when that calls for
-/// it, and runs the repaired text with `rerun`: the report, and the rerun's
-/// outcome when a repaired query was found.
+/// it, and runs the repaired text with `rerun` (given the entities to
+/// exclude from its answers, [`RepairReport::excluded`]): the report, and
+/// the rerun's outcome when a repaired query was found.
 pub fn repair_then<T>(
     kg: &Kg<'_>,
     text: &str,
@@ -131,7 +136,7 @@ pub fn repair_then<T>(
     spec: RepairSpec<'_>,
     limits: &ParseLimits,
     opts: &ExecOptions,
-    rerun: impl FnOnce(&str) -> Result<T, QueryError>,
+    rerun: impl FnOnce(&str, &[u32]) -> Result<T, QueryError>,
 ) -> Result<(Option<RepairReport>, Option<T>), QueryError> {
     let report = repair_text(kg, text, total, spec.with, limits, opts, spec.options).map_err(
         |e| match e {
@@ -139,9 +144,13 @@ pub fn repair_then<T>(
             RepairError::Exec(e) => QueryError::Exec(e),
         },
     )?;
-    let outcome = match report.as_ref().and_then(|r| r.repaired.as_deref()) {
-        Some(repaired) => Some(rerun(repaired)?),
-        None => None,
+    let outcome = match report.as_ref() {
+        Some(RepairReport {
+            repaired: Some(repaired),
+            excluded,
+            ..
+        }) => Some(rerun(repaired, excluded)?),
+        _ => None,
     };
     Ok((report, outcome))
 }

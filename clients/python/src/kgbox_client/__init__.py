@@ -16,7 +16,7 @@ from typing import Any
 from . import wire
 from .errors import KgboxError, KgboxTimeout
 from .httpclient import KgboxHttp
-from .results import Answer, AskResult, DeviceStatus, LinkedEntity, QueryResult, Rendered
+from .results import Answer, AskResult, DeviceStatus, LinkedEntity, QueryResult, Rendered, RepairedAnswerWarning
 
 __version__ = "0.1.0"
 
@@ -31,6 +31,7 @@ __all__ = [
     "LinkedEntity",
     "QueryResult",
     "Rendered",
+    "RepairedAnswerWarning",
     "wire",
 ]
 

@@ -8,6 +8,7 @@ its default.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -104,6 +105,13 @@ def _answers(d: Dict[str, Any]) -> List[Answer]:
     return [Answer.from_json(a) for a in answers]
 
 
+class RepairedAnswerWarning(UserWarning):
+    """Issued by :attr:`AskResult.names` when the answers come from a
+    repaired query (the question's own query found nothing, or too much):
+    they are a guess. The message is the device's ``caveat``. Silence it
+    with ``warnings.simplefilter("ignore", RepairedAnswerWarning)``."""
+
+
 class _Answers:
     answers: List[Answer]
 
@@ -138,7 +146,29 @@ class AskResult(_Answers):
     repair: Optional[Dict[str, Any]] = None
     rerank: Optional[Dict[str, Any]] = None
     strategies: Optional[List[Dict[str, Any]]] = None
+    confidence: Optional[str] = None
+    """``high``; ``repaired`` when the answers come from a repaired query (a
+    guess); ``low`` when there is none or the best scores under the device's
+    low-confidence bound. ``None`` from a device too old to say."""
+    caveat: Optional[str] = None
+    """Why the answers are not ``high`` confidence, in words (``None`` when they are)."""
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def repaired(self) -> bool:
+        """Whether the answers come from a repaired query, not the question's own."""
+        if self.confidence is not None:
+            return self.confidence == "repaired"
+        return bool(self.repair and self.repair.get("repaired"))
+
+    @property
+    def names(self) -> List[str]:
+        """The answers' names, best first. For a repaired query's answers
+        (:attr:`repaired`) a :class:`RepairedAnswerWarning` says so first."""
+        if self.answers and self.repaired:
+            note = self.caveat or f"repaired query: {(self.repair or {}).get('repaired')}"
+            warnings.warn(note, RepairedAnswerWarning, stacklevel=2)
+        return [a.name for a in self.answers]
 
     @classmethod
     def from_json(cls, value: Any) -> "AskResult":
@@ -160,6 +190,8 @@ class AskResult(_Answers):
             repair=d.get("repair") if isinstance(d.get("repair"), dict) else None,
             rerank=d.get("rerank") if isinstance(d.get("rerank"), dict) else None,
             strategies=strategies if isinstance(strategies, list) else None,
+            confidence=d.get("confidence") if isinstance(d.get("confidence"), str) else None,
+            caveat=d.get("caveat") if isinstance(d.get("caveat"), str) else None,
             raw=d,
         )
 

@@ -156,6 +156,9 @@ pub fn render(r: &AskResult, executor: kgbox_query::Executor) -> String {
     if r.answers.is_empty() {
         let _ = writeln!(out, "answers:   none");
     } else {
+        if let Some(caveat) = &r.caveat {
+            let _ = writeln!(out, "caveat:    {} confidence: {caveat}", r.confidence);
+        }
         let _ = writeln!(
             out,
             "answers ({} of {} candidates):",

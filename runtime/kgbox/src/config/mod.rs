@@ -182,6 +182,7 @@ impl QueryConfig {
             max_edge_visits: self.max_edge_visits,
             deadline: None,
             executor: kgbox_query::Executor::Symbolic,
+            exclude: Vec::new(),
         }
     }
 }

@@ -9,7 +9,9 @@
 //! - Any `model` is accepted: the served bundle answers, and the reply's
 //!   `model` is its name (the one model `/v1/models` lists).
 //! - The reply text is short ("Ridley Scott."); the provenance is the
-//!   `/v1/ask` reply, in the extra top-level field `kgbox`.
+//!   `/v1/ask` reply, in the extra top-level field `kgbox`. Answers that
+//!   are not `high` confidence (a repaired query's guess, a weak match)
+//!   carry their `caveat` in parentheses after them.
 //! - `no_entity` (nothing of the graph named in the question) is a 200
 //!   reply whose text says so, with `kgbox.error`; other errors are
 //!   OpenAI-shaped (`{"error": {"message", "type", "param", "code"}}`),
@@ -225,6 +227,16 @@ pub fn phrase(names: &[&str]) -> String {
     }
 }
 
+/// The reply text with the answers' caveat after it in parentheses, when
+/// there are answers and they are not high confidence (a repaired query's
+/// guess, a weak match): a chat reader sees no other field.
+pub fn with_caveat(text: String, answered: bool, caveat: Option<&str>) -> String {
+    match caveat {
+        Some(c) if answered => format!("{text} ({c})"),
+        _ => text,
+    }
+}
+
 /// Words separated by whitespace: the `usage` counts (not model tokens).
 fn words(s: &str) -> u64 {
     s.split_whitespace().count() as u64
@@ -356,7 +368,8 @@ pub async fn chat_completions(
     let (content, mut kgbox) = match answer(&state, asked).await {
         Ok((result, executor)) => {
             let names: Vec<&str> = result.answers.iter().map(|a| a.name.as_str()).collect();
-            (phrase(&names), result_json(&result, executor)?)
+            let text = with_caveat(phrase(&names), !names.is_empty(), result.caveat.as_deref());
+            (text, result_json(&result, executor)?)
         }
         Err(e) if e.code() == "no_entity" => (
             NO_ENTITY_TEXT.to_string(),
@@ -450,6 +463,21 @@ mod tests {
         assert_eq!(phrase(&["a", "b", "c", "d", "e"]), "a, b, c, d and e.");
         assert_eq!(phrase(&["Sammy Davis Jr."]), "Sammy Davis Jr.");
         assert!(phrase(&[]).contains("no answer"), "{}", phrase(&[]));
+    }
+
+    #[test]
+    fn a_caveat_follows_the_answers() {
+        let caveat = "repaired query: \"X\" -> employs — the question's query \"X\" -> member found nothing; this is a guess";
+        assert_eq!(
+            with_caveat(phrase(&["Carol"]), true, Some(caveat)),
+            format!("Carol. ({caveat})")
+        );
+        assert_eq!(with_caveat(phrase(&["Carol"]), true, None), "Carol.");
+        let none = phrase(&[]);
+        assert_eq!(
+            with_caveat(none.clone(), false, Some("no answer was found")),
+            none
+        );
     }
 
     #[test]

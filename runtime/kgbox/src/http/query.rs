@@ -386,7 +386,9 @@ pub fn answer(
             options,
             with: &with,
         }),
-        |text| {
+        |text, exclude| {
+            let mut opts = opts.clone();
+            opts.exclude.extend_from_slice(exclude);
             crate::neural::run_query(kg, target.model, target.store, text, &limits, &opts, seppr)
         },
         |(answers, _)| answers.total,

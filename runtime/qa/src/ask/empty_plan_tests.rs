@@ -77,16 +77,20 @@ fn ask_with(
 
 #[test]
 fn an_empty_plan_gives_way_to_the_next_template() {
-    // A director has no directed_by edges of their own: the second
-    // template's query runs instead.
+    // The directors of a director's films are the director alone, who is
+    // the topic: the first template starts but finds nothing, and the
+    // second template's query runs instead.
     let r = ask_learned(
-        &["{topic} -> directed_by", "{topic} -> directed_by_inv"],
+        &[
+            "{topic} -> directed_by_inv -> directed_by",
+            "{topic} -> directed_by_inv",
+        ],
         "what did [Ridley Scott] make",
     );
     assert_eq!(r.query, "\"Ridley Scott\" -> directed_by_inv");
     assert_eq!(
         r.plan.found_nothing,
-        vec!["\"Ridley Scott\" -> directed_by"]
+        vec!["\"Ridley Scott\" -> directed_by_inv -> directed_by"]
     );
     let mut names: Vec<&str> = r.answers.iter().map(|a| a.name.as_str()).collect();
     names.sort_unstable();
@@ -141,17 +145,25 @@ fn a_kept_learned_plan_does_not_fall_through_to_the_llm_strategies() {
 
 #[test]
 fn the_llm_candidates_are_run_in_order_until_one_finds_answers() {
-    // Three replies: the greedy one (most likely) follows directed_by from a
-    // director and finds nothing; the next candidate, written twice, finds
-    // the films. An invalid reply is only recorded.
+    // Three replies: the greedy one (most likely) goes from a director to
+    // the directors of their films (the topic alone) and finds nothing; the
+    // next candidate, written twice, finds the films. An invalid reply is
+    // only recorded.
     let chat = Scripted::sampling(|_, n| {
         assert_eq!(n, 4);
-        let reply = |path: &str, lp: f32| Sample {
-            text: format!(r#"{{"topic": "Ridley Scott", "path": ["{path}"]}}"#),
-            logprob: Some(lp),
+        // `path`: the relations, separated by spaces.
+        let reply = |path: &str, lp: f32| {
+            let quoted: Vec<String> = path.split(' ').map(|r| format!("\"{r}\"")).collect();
+            Sample {
+                text: format!(
+                    r#"{{"topic": "Ridley Scott", "path": [{}]}}"#,
+                    quoted.join(", ")
+                ),
+                logprob: Some(lp),
+            }
         };
         Ok(vec![
-            reply("directed_by", -0.5),
+            reply("directed_by_inv directed_by", -0.5),
             reply("directed_by_inv", -1.5),
             reply("directed_by_inv", -1.5),
             reply("release_year", -3.0),
@@ -169,7 +181,10 @@ fn the_llm_candidates_are_run_in_order_until_one_finds_answers() {
         ..AskOptions::default()
     };
     let r = ask_with(
-        &["{topic} -> directed_by", "{topic} -> directed_by_inv"],
+        &[
+            "{topic} -> directed_by_inv -> directed_by",
+            "{topic} -> directed_by_inv",
+        ],
         "what did [Ridley Scott] make",
         Some(&chat),
         opts,
@@ -178,7 +193,7 @@ fn the_llm_candidates_are_run_in_order_until_one_finds_answers() {
     assert_eq!(r.query, "\"Ridley Scott\" -> directed_by_inv");
     assert_eq!(
         r.plan.found_nothing,
-        vec!["\"Ridley Scott\" -> directed_by"]
+        vec!["\"Ridley Scott\" -> directed_by_inv -> directed_by"]
     );
     assert_eq!(r.plan.replies, Some(4));
     assert_eq!(r.plan.rejected.len(), 1, "release_year is not shortlisted");

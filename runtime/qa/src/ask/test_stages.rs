@@ -19,6 +19,7 @@ impl Stages for Plain<'_, '_> {
         let exec = ExecOptions {
             top_k: spec.candidates,
             exclude_anchors: !spec.keep_anchors,
+            exclude: spec.exclude.to_vec(),
             ..ExecOptions::default()
         };
         kgbox_query::run_query(self.0, spec.query, &ParseLimits::default(), &exec).map(|(a, _)| a)

@@ -282,7 +282,40 @@ fn predictions(
         .zip(window_vectors)
         .map(|(w, e)| features::featurize(p.kg, w, topic.entity, e.as_deref(), spec))
         .collect();
-    Ok((learned.predict_with(&x, &heads), embedding))
+    let preds = learned.predict_with(&x, &heads);
+    Ok((starting_at(p.kg, topic.entity, preds), embedding))
+}
+
+/// The predictions whose chain can start at `entity` (it has an edge of
+/// the first relation, in that direction), renormalised; all of them when
+/// none can. A template that cannot start finds nothing, so it is no plan
+/// for this topic however the question reads.
+pub fn starting_at(kg: &Kg<'_>, entity: u32, preds: Vec<Prediction>) -> Vec<Prediction> {
+    let starts = |pr: &Prediction| {
+        let Some(first) = pr.template.chain().and_then(|c| c.first().copied()) else {
+            return true;
+        };
+        let (name, inverse) = match first.strip_suffix(kgbox_query::bind::INVERSE_SUFFIX) {
+            Some(base) if kg.relation_id(first).is_none() => (base, true),
+            _ => (first, false),
+        };
+        let Some(r) = kg.relation_id(name) else {
+            return false;
+        };
+        let csr = if inverse { &kg.inc } else { &kg.out };
+        !csr.neighbours(entity, r).is_empty()
+    };
+    let kept: Vec<Prediction> = preds.iter().filter(|pr| starts(pr)).cloned().collect();
+    let total: f32 = kept.iter().map(|pr| pr.probability).sum();
+    if kept.is_empty() || total <= 0.0 {
+        return preds;
+    }
+    kept.into_iter()
+        .map(|pr| Prediction {
+            probability: pr.probability / total,
+            ..pr
+        })
+        .collect()
 }
 
 /// The masked question's vector, and each head's window vector.

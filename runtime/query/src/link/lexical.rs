@@ -39,13 +39,22 @@ pub fn link_mention(kg: &Kg<'_>, mention: &str, opts: &LinkOptions) -> Vec<Candi
     fuzzy(kg, &key, opts)
 }
 
-/// The exact stage, else the alias stage, over the postings of one key.
+/// Whether `entity` is a literal value node (a date, a number, a string
+/// value): in a bundle with source IRIs (packed from RDF), an entity with
+/// no IRI and no out-edges. A bundle without IRIs cannot tell, and says no.
+pub fn is_literal_value(kg: &Kg<'_>, entity: u32) -> bool {
+    kg.has_iris() && kg.entity_iri(entity).is_none() && kg.out.degree(entity) == 0
+}
+
+/// The exact stage, else the alias stage, over the postings of one key. A
+/// literal value node matched by its name joins the alias stage, so that an
+/// entity with that alias is preferred to the value.
 pub(super) fn from_postings(
     kg: &Kg<'_>,
     postings: &[Posting],
     opts: &LinkOptions,
 ) -> Vec<Candidate> {
-    for (via_alias, method) in [(false, Method::Exact), (true, Method::Alias)] {
+    let ids = |via_alias: bool| {
         let mut ids: Vec<u32> = postings
             .iter()
             .filter(|p| p.via_alias == via_alias)
@@ -54,13 +63,27 @@ pub(super) fn from_postings(
             .collect();
         ids.sort_unstable();
         ids.dedup();
-        if ids.is_empty() {
+        ids
+    };
+    let (values, named): (Vec<u32>, Vec<u32>) = ids(false)
+        .into_iter()
+        .partition(|&e| is_literal_value(kg, e));
+    let aliases: Vec<(u32, Method)> = ids(true)
+        .into_iter()
+        .filter(|e| !values.contains(e))
+        .map(|e| (e, Method::Alias))
+        .collect();
+    let mut later: Vec<(u32, Method)> = values.into_iter().map(|e| (e, Method::Exact)).collect();
+    later.extend(aliases);
+    let first: Vec<(u32, Method)> = named.into_iter().map(|e| (e, Method::Exact)).collect();
+    for stage in [first, later] {
+        if stage.is_empty() {
             continue;
         }
-        let p = 1.0 / ids.len() as f32;
-        let candidates = ids
+        let p = 1.0 / stage.len() as f32;
+        let candidates = stage
             .into_iter()
-            .filter_map(|entity| {
+            .filter_map(|(entity, method)| {
                 Some(Candidate {
                     entity,
                     name: kg.entity_name(entity)?.to_string(),
@@ -71,9 +94,31 @@ pub(super) fn from_postings(
                 })
             })
             .collect();
-        return rank(candidates, opts.top_m);
+        return rank_tied(kg, candidates, opts.top_m);
     }
     Vec::new()
+}
+
+/// Ranks candidates that tie on probability as people mean them: an entity
+/// before a literal value, then higher degree (in- and out-edges), then
+/// name and id; keeps `top_m`.
+fn rank_tied(kg: &Kg<'_>, candidates: Vec<Candidate>, top_m: usize) -> Vec<Candidate> {
+    let mut keyed: Vec<(bool, std::cmp::Reverse<usize>, Candidate)> = candidates
+        .into_iter()
+        .map(|c| {
+            let degree = kg.out.degree(c.entity) + kg.inc.degree(c.entity);
+            (is_literal_value(kg, c.entity), std::cmp::Reverse(degree), c)
+        })
+        .collect();
+    keyed.sort_by(|a, b| {
+        b.2.probability
+            .total_cmp(&a.2.probability)
+            .then_with(|| (a.0, a.1).cmp(&(b.0, b.1)))
+            .then_with(|| a.2.name.cmp(&b.2.name))
+            .then_with(|| a.2.entity.cmp(&b.2.entity))
+    });
+    keyed.truncate(top_m);
+    keyed.into_iter().map(|(.., c)| c).collect()
 }
 
 /// The fuzzy stage: Levenshtein automaton over the index, then Eq. 1.

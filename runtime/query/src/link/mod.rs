@@ -9,8 +9,14 @@
 //! [`normalize`](kgbox_bundle::normalize::normalize), then looked up in three
 //! stages; the first stage that finds anything wins:
 //!
-//! 1. **exact**: entities whose normalized *name* is the key;
-//! 2. **alias**: entities with an *alias* whose normalized form is the key;
+//! 1. **exact**: entities whose normalized *name* is the key, literal value
+//!    nodes aside;
+//! 2. **alias**: entities with an *alias* whose normalized form is the key,
+//!    and the literal value nodes whose name is the key (so that
+//!    `[Mercury]` finds the planet with the alias "Mercury" rather than a
+//!    literal "Mercury"). A literal value node is told apart only in a
+//!    bundle with source IRIs (packed from RDF): an entity with no IRI and
+//!    no out-edges ([`is_literal_value`]);
 //! 3. **fuzzy**: keys of the index (names and aliases) within a small
 //!    Levenshtein distance of the key, found with a Levenshtein automaton over
 //!    the `fst`. The allowed distance grows with the key's length in
@@ -28,7 +34,9 @@
 //! # Probabilities
 //!
 //! In the exact and alias stages the `k` entities found tie, and each gets
-//! `1/k`. In the fuzzy stage the probabilities follow Eq. 1 of ULTRAG
+//! `1/k`; they are ordered as people mean them: entities before literal
+//! value nodes, then by degree (in- and out-edges, higher first), then by
+//! name and id. In the fuzzy stage the probabilities follow Eq. 1 of ULTRAG
 //! (a Gaussian kernel normalized by a softmax, `σ = 0.1`):
 //!
 //! ```text
@@ -44,7 +52,8 @@
 //! distance.
 //!
 //! Probabilities are computed over every candidate a stage finds; the list is
-//! then cut to [`LinkOptions::top_m`] (by probability, ties by name, then id)
+//! then cut to [`LinkOptions::top_m`] (by probability, ties as above in the
+//! exact and alias stages, by name, then id in the fuzzy stage)
 //! *without* renormalizing, so a cut list sums to less than 1: the mass of the
 //! entities left out is not handed to the ones kept.
 //!
@@ -77,5 +86,7 @@ pub mod text;
 pub use candidate::{Candidate, LinkOptions, Mention, Method};
 pub use dense::{link_mention_dense, link_text_dense};
 pub use kernel::{eq1, SIGMA};
-pub use lexical::{fuzzy_distance, link_mention, MAX_FUZZY_CHARS, MAX_FUZZY_KEYS};
+pub use lexical::{
+    fuzzy_distance, is_literal_value, link_mention, MAX_FUZZY_CHARS, MAX_FUZZY_KEYS,
+};
 pub use text::{link_text, MIN_WORD_CHARS, STOPWORDS};

@@ -13,6 +13,16 @@
 //!   and otherwise type-preserving: a projection's relation is replaced by a
 //!   relation that actually leaves the projection's source set and reaches
 //!   entities of the kind the original relation reaches ("type fit");
+//! - a relation is never replaced by one of another kind: entity-valued by
+//!   literal-valued or the other way round, on either end ([`profile`]
+//!   says what a literal is), nor by the inverse of the hop before it (the
+//!   way back); the original relation reversed is kept (a common slip);
+//! - a candidate never answers with the query's topic: unless the caller's
+//!   policy keeps anchors (`exclude_anchors` off), the anchors and the
+//!   entities named like them next to them ([`topic`]) are excluded from
+//!   every candidate's answers, so a repair whose only answers are the
+//!   topic finds nothing, and the report's `excluded` tells the caller to
+//!   exclude them from the repaired query's run too;
 //! - nothing inside a `NOT` is relaxed (that would tighten the query);
 //! - relaxed candidates are ranked by fewer edits, then a higher type fit,
 //!   then fewer answers (the least relaxation), then more supporting edges;
@@ -20,6 +30,8 @@
 //!   supplies first, else from entities the answers share, and keeps the
 //!   least restrictive one that brings the answers under the threshold.
 
+#[cfg(test)]
+mod kind_tests;
 mod profile;
 mod relax;
 #[cfg(test)]
@@ -30,6 +42,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use kgbox_bundle::normalize::normalize;
 use kgbox_bundle::Kg;
 use serde::Serialize;
 
@@ -152,6 +165,11 @@ pub struct RepairReport {
     /// The search stopped at a limit (edge budget, deadline or candidates).
     pub exhausted: bool,
     pub ms: f64,
+    /// Entities excluded from every candidate's answers: the query's topic
+    /// ([`topic`]; empty when the caller keeps anchors). The repaired query
+    /// is to be run with them excluded too ([`ExecOptions::exclude`]).
+    #[serde(skip)]
+    pub excluded: Vec<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -237,6 +255,11 @@ impl<'k, 'a> Search<'k, 'a> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        if exec.exclude_anchors {
+            exec.exclude.extend(topic(kg, query));
+            exec.exclude.sort_unstable();
+            exec.exclude.dedup();
+        }
         Search {
             kg,
             budget: exec.max_edge_visits.min(opts.max_edge_visits),
@@ -272,8 +295,25 @@ impl<'k, 'a> Search<'k, 'a> {
     }
 
     /// Binds and runs `q` with the symbolic executor, returning its `top_k`
-    /// best answers; `Ok(None)` when `q` is not a valid query of this graph.
+    /// best answers (never the topic); `Ok(None)` when `q` is not a valid
+    /// query of this graph.
     pub fn run(&mut self, q: &Query, top_k: usize) -> Result<Option<Answers>, Stop> {
+        self.run_with(q, top_k, true)
+    }
+
+    /// [`Search::run`] of a part of the query, whose answers are the
+    /// sources of a projection: the topic among them (the anchor itself,
+    /// first of all) is kept.
+    pub fn sources(&mut self, q: &Query, top_k: usize) -> Result<Option<Answers>, Stop> {
+        self.run_with(q, top_k, false)
+    }
+
+    fn run_with(
+        &mut self,
+        q: &Query,
+        top_k: usize,
+        exclude: bool,
+    ) -> Result<Option<Answers>, Stop> {
         let text = q.to_string();
         // Candidates are built as trees: check that their text is valid DSL.
         if parse_with(&text, &self.check).is_err() {
@@ -284,6 +324,9 @@ impl<'k, 'a> Search<'k, 'a> {
         };
         let mut o = self.exec.clone();
         o.top_k = top_k;
+        if !exclude {
+            o.exclude.clear();
+        }
         o.max_edge_visits = self.budget.saturating_sub(self.visits);
         match execute(self.kg, &plan, &o) {
             Ok(a) => {
@@ -340,8 +383,55 @@ impl<'k, 'a> Search<'k, 'a> {
             edge_visits: self.visits,
             exhausted: self.exhausted,
             ms: self.ms(),
+            excluded: self.exec.exclude.clone(),
         }
     }
+}
+
+/// Entities that share a name with an anchor looked up at most.
+const MAX_TWINS: usize = 64;
+
+/// The topic of `query`: its anchor entities, and the entities named like
+/// an anchor (the same normalized name or alias) that share an edge with
+/// it, such as an RDF resource and the literal value of its name, or the
+/// other way round. Sorted; empty when `query` does not bind.
+pub fn topic(kg: &Kg<'_>, query: &Query) -> Vec<u32> {
+    let Ok(plan) = crate::bind::bind(kg, query, &query.to_string()) else {
+        return Vec::new();
+    };
+    let anchors = plan.anchors(plan.root());
+    let mut out = anchors.clone();
+    for &a in &anchors {
+        let Some(name) = kg.entity_name(a) else {
+            continue;
+        };
+        let key = normalize(name);
+        if key.is_empty() {
+            continue;
+        }
+        for p in kg.lookup_normalized(&key).iter().take(MAX_TWINS) {
+            if p.entity != a && adjacent(kg, a, p.entity) {
+                out.push(p.entity);
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Whether an edge joins `a` and `b`, either way (read from the one with
+/// fewer edges).
+fn adjacent(kg: &Kg<'_>, a: u32, b: u32) -> bool {
+    let degree = |e: u32| kg.out.degree(e) + kg.inc.degree(e);
+    let (from, to) = if degree(a) <= degree(b) {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    [kg.out, kg.inc]
+        .iter()
+        .any(|csr| csr.edges(from).1.contains(&to))
 }
 
 /// Evaluates the original query; an invalid one is an error.

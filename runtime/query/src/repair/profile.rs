@@ -5,6 +5,14 @@
 //! like that range; on an incomplete graph this is robust where "has an
 //! edge of the original relation" is not (a film missing its cast is still
 //! a film: it has a director, a year, a language).
+//!
+//! A profile also tells what *kind* of value the relation reaches
+//! ([`ValueKind`]): entities, or literal values (dates, numbers, strings).
+//! A node is a literal ([`node_kind`]) when it has no out-edges and, in a
+//! bundle read from RDF (which keeps the source IRIs of its entities),
+//! no IRI; in a bundle without IRIs (TSV), when it has no out-edges and
+//! all its in-edges are of one relation. Repair never swaps a relation for
+//! one of the other kind.
 
 use std::collections::{HashMap, HashSet};
 
@@ -24,6 +32,78 @@ type Feature = (u32, bool);
 #[derive(Debug, Default)]
 pub(crate) struct Profile {
     freq: HashMap<Feature, f32>,
+    /// The sampled range members by [`NodeKind`].
+    kinds: KindCounts,
+}
+
+/// What one node is, as far as the graph tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NodeKind {
+    /// Has out-edges, or (RDF) a source IRI.
+    Entity,
+    /// A literal value: see the module documentation.
+    Literal,
+    /// A leaf of a bundle without IRIs whose in-edges are of several
+    /// relations (a person who directed and wrote, say): no evidence.
+    Unknown,
+}
+
+/// What a relation reaches (or leaves from), over a sample of nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ValueKind {
+    /// At most [`ENTITY_AT`] of the nodes that tell are literals.
+    Entity,
+    /// At least [`LITERAL_AT`] of them are.
+    Literal,
+    /// In between, or no node tells.
+    Mixed,
+}
+
+/// A sample is literal-valued from this fraction of literals up.
+pub(crate) const LITERAL_AT: f32 = 0.9;
+/// A sample is entity-valued up to this fraction of literals.
+pub(crate) const ENTITY_AT: f32 = 0.1;
+
+impl ValueKind {
+    /// Entities against literals: the two kinds a repair never swaps.
+    pub fn conflicts(self, other: ValueKind) -> bool {
+        matches!(
+            (self, other),
+            (ValueKind::Entity, ValueKind::Literal) | (ValueKind::Literal, ValueKind::Entity)
+        )
+    }
+}
+
+/// Sampled nodes by kind.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct KindCounts {
+    pub entity: usize,
+    pub literal: usize,
+}
+
+impl KindCounts {
+    pub fn add(&mut self, kind: NodeKind) {
+        match kind {
+            NodeKind::Entity => self.entity += 1,
+            NodeKind::Literal => self.literal += 1,
+            NodeKind::Unknown => {}
+        }
+    }
+
+    pub fn kind(&self) -> ValueKind {
+        let known = self.entity + self.literal;
+        if known == 0 {
+            return ValueKind::Mixed;
+        }
+        let literal = self.literal as f32 / known as f32;
+        if literal >= LITERAL_AT {
+            ValueKind::Literal
+        } else if literal <= ENTITY_AT {
+            ValueKind::Entity
+        } else {
+            ValueKind::Mixed
+        }
+    }
 }
 
 impl Profile {
@@ -36,6 +116,32 @@ impl Profile {
             .filter_map(|f| self.freq.get(f))
             .fold(0.0f32, |a, &b| a.max(b)))
     }
+
+    /// What the relation reaches: entities or literal values.
+    pub fn kind(&self) -> ValueKind {
+        self.kinds.kind()
+    }
+}
+
+/// The kind of `entity` (see the module documentation).
+pub(crate) fn node_kind(search: &mut Search<'_, '_>, entity: u32) -> Result<NodeKind, Stop> {
+    let kg = search.kg;
+    if kg.out.degree(entity) > 0 {
+        return Ok(NodeKind::Entity);
+    }
+    if kg.has_iris() {
+        return Ok(if kg.entity_iri(entity).is_some() {
+            NodeKind::Entity
+        } else {
+            NodeKind::Literal
+        });
+    }
+    let (rels, _) = kg.inc.edges(entity);
+    search.charge(rels.len())?;
+    Ok(match rels.split_first() {
+        Some((first, rest)) if rest.iter().all(|r| r == first) => NodeKind::Literal,
+        _ => NodeKind::Unknown,
+    })
 }
 
 /// The features of `entity`'s edges.
@@ -84,6 +190,8 @@ pub(crate) fn range_profile(
         for f in features(search, m)? {
             *counts.entry(f).or_default() += 1;
         }
+        let kind = node_kind(search, m)?;
+        profile.kinds.add(kind);
     }
     let total = members.len().max(1) as f32;
     profile.freq = counts

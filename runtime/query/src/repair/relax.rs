@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use kgbox_bundle::Kg;
 
+use super::profile::{node_kind, KindCounts};
 use super::{
     child, original, relation_text, replace_at, RepairError, RepairKind, RepairOptions,
     RepairReport, Search, Stop,
@@ -211,7 +212,11 @@ pub const REVERSE_FIT: f32 = 0.5;
 
 /// Replacements of the relation of `node = input -> relation`: relations
 /// that leave `input`'s answers (either direction, other than `relation`),
-/// with a type fit of at least `opts.min_fit`, best first.
+/// with a type fit of at least `opts.min_fit`, best first. Never one of
+/// another kind than `relation` ([`super::profile::ValueKind`]: its
+/// targets, or `input`'s answers against what `relation` leaves from),
+/// except `relation` itself reversed, and never the inverse of `input`'s
+/// own last hop (that only goes back where it came from).
 #[allow(clippy::too_many_arguments)]
 fn replacements(
     search: &mut Search<'_, '_>,
@@ -227,16 +232,26 @@ fn replacements(
     let Ok(orig) = crate::bind::resolve_relation(kg, relation, &relation.name) else {
         return Ok(());
     };
-    let Some(sources) = search.run(input, opts.max_sources)? else {
+    let Some(sources) = search.sources(input, opts.max_sources)? else {
         return Ok(());
     };
+    let back = match input {
+        Query::Project { relation: hop, .. } => crate::bind::resolve_relation(kg, hop, &hop.name)
+            .ok()
+            .map(|(r, inverse)| (r, !inverse)),
+        _ => None,
+    };
+    let mut source_kinds = KindCounts::default();
+    for a in sources.answers.iter().take(FIT_SAMPLE) {
+        source_kinds.add(node_kind(search, a.entity)?);
+    }
     let mut groups: BTreeMap<(u32, bool), Group> = BTreeMap::new();
     for a in &sources.answers {
         for (csr, inverse) in [(kg.out, false), (kg.inc, true)] {
             let (rels, others) = csr.edges(a.entity);
             search.charge(rels.len())?;
             for (&r, &t) in rels.iter().zip(others) {
-                if (r, inverse) == orig {
+                if (r, inverse) == orig || Some((r, inverse)) == back {
                     continue;
                 }
                 let g = groups.entry((r, inverse)).or_default();
@@ -251,8 +266,20 @@ fn replacements(
         return Ok(());
     }
     let profile = search.profile(orig.0, orig.1)?;
+    // What the original relation leaves from: what its inverse reaches.
+    let domain = search.profile(orig.0, !orig.1)?.kind();
+    let other_end = source_kinds.kind().conflicts(domain);
     let mut alts: Vec<(f32, usize, u32, bool)> = Vec::new();
     for ((r, inverse), g) in groups {
+        if r != orig.0 {
+            let mut targets = KindCounts::default();
+            for &t in &g.sample {
+                targets.add(node_kind(search, t)?);
+            }
+            if other_end || targets.kind().conflicts(profile.kind()) {
+                continue;
+            }
+        }
         let mut sum = 0.0f32;
         for &t in &g.sample {
             sum += profile.fit(search, t)?;

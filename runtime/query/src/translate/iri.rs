@@ -4,7 +4,9 @@
 //! of an RDF bundle without a source IRI that is the head of no triple (it
 //! came from a literal: a year, say) is that literal. One without an IRI
 //! that heads triples (a blank node with edges) gets a kgbox IRI, since a
-//! literal cannot be a subject.
+//! literal cannot be a subject. A literal whose value an entity's name
+//! took is named `value (literal)` by the packager, with its value as an
+//! alias ([`LITERAL_QUALIFIER`]); its term is the value.
 //!
 //! [`crate::render`] writes these terms, [`super::from_sparql`] reads them
 //! back, so every rendered query is accepted again, and `kgbox-pack export`
@@ -49,6 +51,20 @@ fn decode(s: &str) -> Option<String> {
         .map(|c| c.into_owned())
 }
 
+/// The qualifier the packager gives a literal value whose plain name an
+/// entity has: `Paris (literal)`, with the alias `Paris`.
+pub const LITERAL_QUALIFIER: &str = "literal";
+
+/// The value of a literal entity named `name`: the name, or, for
+/// `value (literal)` with the alias `value`, the value.
+fn literal_value<'a>(kg: &Kg<'a>, id: u32, name: &'a str) -> &'a str {
+    let suffix = format!(" ({LITERAL_QUALIFIER})");
+    match name.strip_suffix(&suffix) {
+        Some(value) if kg.aliases(id).any(|a| a == value) => value,
+        _ => name,
+    }
+}
+
 /// Entity `id` as a SPARQL term; `None` for an id the bundle lacks.
 pub fn entity_term(kg: &Kg<'_>, id: u32, ns: Namespaces<'_>) -> Option<EntityTerm> {
     let name = kg.entity_name(id)?;
@@ -56,7 +72,7 @@ pub fn entity_term(kg: &Kg<'_>, id: u32, ns: Namespaces<'_>) -> Option<EntityTer
         return Some(EntityTerm::Iri(iri.to_string()));
     }
     if is_literal(kg, id) {
-        return Some(EntityTerm::Literal(name.to_string()));
+        return Some(EntityTerm::Literal(literal_value(kg, id, name).to_string()));
     }
     Some(EntityTerm::Iri(format!("{}{}", ns.entity, encode(name))))
 }
@@ -89,8 +105,12 @@ pub fn entity_by_iri(kg: &Kg<'_>, iri: &str, ns: Namespaces<'_>) -> Option<u32> 
 /// (no source IRI, heads no triple), by its name; in a bundle without
 /// source IRIs, any entity by its name.
 pub fn entity_by_literal(kg: &Kg<'_>, value: &str) -> Option<u32> {
-    kg.entity_id(value)
-        .filter(|&id| !kg.has_iris() || (kg.entity_iri(id).is_none() && is_literal(kg, id)))
+    let literal =
+        |id: &u32| !kg.has_iris() || (kg.entity_iri(*id).is_none() && is_literal(kg, *id));
+    kg.entity_id(value).filter(literal).or_else(|| {
+        let renamed = kg.entity_id(&format!("{value} ({LITERAL_QUALIFIER})"))?;
+        (literal(&renamed) && kg.aliases(renamed).any(|a| a == value)).then_some(renamed)
+    })
 }
 
 /// The entities whose name or an alias is exactly `label`

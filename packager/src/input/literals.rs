@@ -1,0 +1,180 @@
+//! The literal objects of an RDF file, held from the read until the name
+//! predicates are chosen (`label_predicates.rs`): only then is it known
+//! which literals name their subject, which are aliases, which are long
+//! texts kept out of the graph and which become literal value nodes.
+//!
+//! Memory: 32 bytes per literal triple plus its value's text, once per
+//! triple (one arena for all values). A graph of 10M literal triples of 20
+//! bytes each holds about 520 MB here until the names are chosen; the
+//! literal nodes that remain are then interned as today.
+
+use std::collections::HashMap;
+
+/// A literal longer than this (in characters) is a text, not a value.
+pub const LONG_TEXT_CHARS: usize = 100;
+/// A literal of more words than this is a text, not a value.
+pub const LONG_TEXT_WORDS: usize = 12;
+
+/// Predicates whose literals are descriptions and comments: kept out of the
+/// graph whatever their length (the bundle has no section for entity text).
+pub const TEXT_PREDICATES: &[&str] = &[
+    "http://www.w3.org/2000/01/rdf-schema#comment",
+    "http://purl.org/dc/elements/1.1/description",
+    "http://purl.org/dc/terms/description",
+    "http://purl.org/dc/terms/abstract",
+    "http://schema.org/description",
+    "https://schema.org/description",
+    "http://www.w3.org/2004/02/skos/core#definition",
+    "http://www.w3.org/2004/02/skos/core#note",
+    "http://www.w3.org/2004/02/skos/core#scopeNote",
+    "http://www.w3.org/2004/02/skos/core#editorialNote",
+    "http://www.w3.org/2004/02/skos/core#historyNote",
+    "http://www.w3.org/2004/02/skos/core#example",
+    "http://dbpedia.org/ontology/abstract",
+];
+
+/// Whether a literal value is a long text (a description, a comment), which
+/// does not become a graph node.
+pub fn is_long_text(value: &str) -> bool {
+    value.chars().count() > LONG_TEXT_CHARS || value.split_whitespace().count() > LONG_TEXT_WORDS
+}
+
+/// Datatypes of string literals; any other datatype (numbers, dates) is a
+/// value that never names an entity.
+const STRING_DATATYPES: &[&str] = &[
+    "http://www.w3.org/2001/XMLSchema#string",
+    "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString",
+];
+
+/// Whether a literal of `datatype` is a string.
+pub fn is_string_datatype(datatype: &str) -> bool {
+    STRING_DATATYPES.contains(&datatype)
+}
+
+/// One literal triple as read.
+#[derive(Debug, Clone, Copy)]
+pub struct Literal {
+    /// The subject's interned entity id.
+    pub subject: u32,
+    /// The predicate's id in the reading's predicate table.
+    pub predicate: u32,
+    /// The language's id in [`Literals::lang`] (0: none).
+    lang: u32,
+    /// A string literal (plain, `xsd:string` or with a language).
+    pub string: bool,
+    start: u64,
+    len: u32,
+}
+
+/// The literal triples of one file, values in one arena.
+#[derive(Default)]
+pub struct Literals {
+    text: String,
+    items: Vec<Literal>,
+    langs: Vec<String>,
+    lang_ids: HashMap<String, u32>,
+}
+
+impl Literals {
+    pub fn push(&mut self, subject: u32, predicate: u32, value: &str, lang: &str, string: bool) {
+        let lang = self.lang_id(lang);
+        let start = self.text.len() as u64;
+        // A value over 4 GiB is cut at a character boundary.
+        let mut len = value.len().min(u32::MAX as usize);
+        while !value.is_char_boundary(len) {
+            len -= 1;
+        }
+        self.text.push_str(&value[..len]);
+        self.items.push(Literal {
+            subject,
+            predicate,
+            lang,
+            string,
+            start,
+            len: len as u32,
+        });
+    }
+
+    fn lang_id(&mut self, lang: &str) -> u32 {
+        if lang.is_empty() {
+            return 0;
+        }
+        if self.langs.is_empty() {
+            self.langs.push(String::new());
+        }
+        if let Some(&id) = self.lang_ids.get(lang) {
+            return id;
+        }
+        let id = self.langs.len() as u32;
+        self.langs.push(lang.to_string());
+        self.lang_ids.insert(lang.to_string(), id);
+        id
+    }
+
+    pub fn value(&self, l: &Literal) -> &str {
+        let start = l.start as usize;
+        self.text
+            .get(start..start + l.len as usize)
+            .unwrap_or_default()
+    }
+
+    pub fn lang(&self, l: &Literal) -> &str {
+        self.langs
+            .get(l.lang as usize)
+            .map(String::as_str)
+            .unwrap_or_default()
+    }
+
+    /// The language id, for grouping.
+    pub fn lang_key(&self, l: &Literal) -> u32 {
+        l.lang
+    }
+
+    pub fn items(&self) -> &[Literal] {
+        &self.items
+    }
+
+    /// Orders the literals by predicate, subject and language (the order
+    /// of the triples does not matter to the bundle).
+    pub fn sort(&mut self) {
+        self.items
+            .sort_unstable_by_key(|l| (l.predicate, l.subject, l.lang, l.start));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_and_languages_come_back() {
+        let mut l = Literals::default();
+        l.push(3, 1, "Alien", "en", true);
+        l.push(2, 1, "1979", "", false);
+        l.push(3, 0, "Alien, le huitième passager", "fr", true);
+        l.sort();
+        let got: Vec<(u32, &str, &str)> = l
+            .items()
+            .iter()
+            .map(|x| (x.subject, l.value(x), l.lang(x)))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (3, "Alien, le huitième passager", "fr"),
+                (2, "1979", ""),
+                (3, "Alien", "en")
+            ]
+        );
+    }
+
+    #[test]
+    fn long_texts() {
+        assert!(!is_long_text("Blade Runner"));
+        assert!(!is_long_text("1982-06-25"));
+        assert!(is_long_text(&"a".repeat(101)));
+        assert!(is_long_text(
+            "one two three four five six seven eight nine ten eleven twelve thirteen"
+        ));
+    }
+}

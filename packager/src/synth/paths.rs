@@ -1,0 +1,259 @@
+//! The graph's question paths: chains of one to three relations, each in
+//! either direction, that bind from real topic entities of the graph and
+//! lead to a modest answer set (people ask "who directed the films X
+//! starred in", not "which films share a release year with X": the second
+//! passes through a hub and answers thousands).
+//!
+//! The schema is read from samples: for each relation and direction, up to
+//! [`PathOptions::topics_per_step`] entities that have an edge of it are
+//! walked one step at a time along every chain of up to
+//! [`PathOptions::max_hops`] steps that their neighbourhood offers. A chain
+//! is kept, and tried one step longer, when at least
+//! [`PathOptions::min_bound`] of its sampled topics reach between one and
+//! [`PathOptions::max_answers`] answers (the topic itself never counts as
+//! one).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kgbox_bundle::Kg;
+use kgbox_qa::rng::SplitMix64;
+use kgbox_query::bind::INVERSE_SUFFIX;
+
+/// A relation followed in one direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Step {
+    pub relation: u32,
+    /// Against the edges (tail to head): the DSL's `_inv`.
+    pub inverse: bool,
+}
+
+impl Step {
+    /// The step as the DSL names it (`directed_by`, `directed_by_inv`).
+    pub fn name(&self, kg: &Kg<'_>) -> Option<String> {
+        let name = kg.relation_name(self.relation)?;
+        Some(if self.inverse {
+            format!("{name}{INVERSE_SUFFIX}")
+        } else {
+            name.to_string()
+        })
+    }
+
+    /// The entities one step from `node`.
+    pub fn neighbours<'a>(&self, kg: &Kg<'a>, node: u32) -> &'a [u32] {
+        if self.inverse {
+            kg.inc.neighbours(node, self.relation)
+        } else {
+            kg.out.neighbours(node, self.relation)
+        }
+    }
+}
+
+/// How paths are found.
+#[derive(Debug, Clone)]
+pub struct PathOptions {
+    /// Steps in a path at most.
+    pub max_hops: usize,
+    /// Topics sampled per first step.
+    pub topics_per_step: usize,
+    /// Answers a question may have at most (more: nobody asks it).
+    pub max_answers: usize,
+    /// Share of the sampled topics the path must answer (1 to
+    /// `max_answers` answers).
+    pub min_bound: f32,
+    /// Paths kept at most (shorter and better-bound first).
+    pub max_paths: usize,
+    /// Entities scanned for topics at most (spread over the graph).
+    pub max_scan: usize,
+}
+
+impl Default for PathOptions {
+    fn default() -> Self {
+        PathOptions {
+            max_hops: 3,
+            topics_per_step: 40,
+            max_answers: 30,
+            min_bound: 0.4,
+            max_paths: 300,
+            max_scan: 2_000_000,
+        }
+    }
+}
+
+/// A path kept, with the sampled topics it answers well.
+#[derive(Debug, Clone)]
+pub struct QuestionPath {
+    pub steps: Vec<Step>,
+    /// Topics with 1 to `max_answers` answers.
+    pub topics: Vec<u32>,
+    /// Share of the sampled topics among them.
+    pub bound: f32,
+}
+
+/// The entities one `step` from `frontier`, the topic left out; `None`
+/// once there are more than `cap`.
+fn advance(kg: &Kg<'_>, topic: u32, frontier: &[u32], step: Step, cap: usize) -> Option<Vec<u32>> {
+    let mut next = BTreeSet::new();
+    for &n in frontier {
+        next.extend(step.neighbours(kg, n).iter().filter(|&&m| m != topic));
+        if next.len() > cap {
+            return None;
+        }
+    }
+    Some(next.into_iter().collect())
+}
+
+/// The entities reached from `topic` along `steps`, the topic left out;
+/// `None` once a frontier grows past `cap`.
+pub fn follow(kg: &Kg<'_>, topic: u32, steps: &[Step], cap: usize) -> Option<Vec<u32>> {
+    let mut frontier = vec![topic];
+    for &step in steps {
+        frontier = advance(kg, topic, &frontier, step, cap)?;
+    }
+    Some(frontier)
+}
+
+/// The distinct steps leaving `node`.
+fn steps_of(kg: &Kg<'_>, node: u32, out: &mut BTreeSet<Step>) {
+    for (csr, inverse) in [(&kg.out, false), (&kg.inc, true)] {
+        let (rels, _) = csr.edges(node);
+        let mut prev = None;
+        for &r in rels {
+            if prev != Some(r) {
+                out.insert(Step {
+                    relation: r,
+                    inverse,
+                });
+                prev = Some(r);
+            }
+        }
+    }
+}
+
+/// Up to `per_step` topics for each first step, sampled evenly from at
+/// most `max_scan` entities spread over the graph (reservoir sampling).
+fn sample_topics(
+    kg: &Kg<'_>,
+    per_step: usize,
+    max_scan: usize,
+    rng: &mut SplitMix64,
+) -> BTreeMap<Step, Vec<u32>> {
+    let n = kg.entity_count();
+    let stride = n.div_ceil(max_scan.max(1)).max(1);
+    let mut seen: BTreeMap<Step, usize> = BTreeMap::new();
+    let mut topics: BTreeMap<Step, Vec<u32>> = BTreeMap::new();
+    let mut steps = BTreeSet::new();
+    for e in (0..n).step_by(stride) {
+        let e = e as u32;
+        steps.clear();
+        steps_of(kg, e, &mut steps);
+        for &s in &steps {
+            let count = seen.entry(s).or_insert(0);
+            *count += 1;
+            let list = topics.entry(s).or_default();
+            if list.len() < per_step {
+                list.push(e);
+            } else {
+                let j = rng.below(*count);
+                if j < per_step {
+                    list[j] = e;
+                }
+            }
+        }
+    }
+    topics
+}
+
+/// A path being walked: its steps, how many topics were sampled for its
+/// first step, and each topic's frontier (those that did not outgrow the
+/// cap).
+struct Walk {
+    steps: Vec<Step>,
+    sampled: usize,
+    frontiers: Vec<(u32, Vec<u32>)>,
+}
+
+/// Whether the path goes there, back and there again (`r, r_inv, r`): its
+/// answers are mostly the first step's, a question nobody asks that way.
+fn doubles_back(steps: &[Step]) -> bool {
+    steps
+        .windows(3)
+        .any(|w| w[0] == w[2] && w[1].relation == w[0].relation && w[1].inverse != w[0].inverse)
+}
+
+/// The graph's question paths, shorter and better-bound first. Walked one
+/// hop at a time: only a path that is itself worth asking is extended, so
+/// the work grows with the paths kept, not with every chain the graph has.
+pub fn question_paths(kg: &Kg<'_>, opts: &PathOptions, seed: u64) -> Vec<QuestionPath> {
+    let mut rng = SplitMix64::new(seed);
+    let topics = sample_topics(kg, opts.topics_per_step, opts.max_scan, &mut rng);
+    // A frontier this large only leads to larger ones.
+    let cap = opts.max_answers * 8;
+    let mut level: Vec<Walk> = topics
+        .iter()
+        .map(|(&first, list)| Walk {
+            steps: vec![first],
+            sampled: list.len(),
+            frontiers: list
+                .iter()
+                .filter_map(|&t| Some((t, advance(kg, t, &[t], first, cap)?)))
+                .collect(),
+        })
+        .collect();
+    let mut kept = Vec::new();
+    for hop in 1..=opts.max_hops {
+        let mut next_level = Vec::new();
+        for walk in level {
+            let good: Vec<u32> = walk
+                .frontiers
+                .iter()
+                .filter(|(_, f)| (1..=opts.max_answers).contains(&f.len()))
+                .map(|&(t, _)| t)
+                .collect();
+            // Share of all topics sampled for the first step, not only of
+            // those that reached this far.
+            let bound = good.len() as f32 / walk.sampled.max(1) as f32;
+            if bound < opts.min_bound {
+                continue;
+            }
+            if hop < opts.max_hops {
+                let mut next_steps = BTreeSet::new();
+                for (_, f) in &walk.frontiers {
+                    for &n in f {
+                        steps_of(kg, n, &mut next_steps);
+                    }
+                }
+                for step in next_steps {
+                    let mut steps = walk.steps.clone();
+                    steps.push(step);
+                    let frontiers = walk
+                        .frontiers
+                        .iter()
+                        .filter_map(|(t, f)| Some((*t, advance(kg, *t, f, step, cap)?)))
+                        .collect();
+                    next_level.push(Walk {
+                        steps,
+                        sampled: walk.sampled,
+                        frontiers,
+                    });
+                }
+            }
+            if !doubles_back(&walk.steps) {
+                kept.push(QuestionPath {
+                    steps: walk.steps,
+                    topics: good,
+                    bound,
+                });
+            }
+        }
+        level = next_level;
+    }
+    kept.sort_by(|a, b| {
+        a.steps
+            .len()
+            .cmp(&b.steps.len())
+            .then(b.bound.total_cmp(&a.bound))
+            .then(a.steps.cmp(&b.steps))
+    });
+    kept.truncate(opts.max_paths);
+    kept
+}

@@ -1,0 +1,128 @@
+//! Training questions synthesised from the graph (`kgbox_pack::synth`), on
+//! the demo's movie graph: the paths are the ones people ask about (several
+//! hops, no hubs in the middle), and every question's DSL finds exactly the
+//! answers it is stored with, never its own topic.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::{BTreeSet, HashSet};
+
+use common::*;
+use kgbox_pack::synth::{self, paths, SynthOptions};
+use kgbox_query::{run_query_with, ExecOptions, ParseLimits};
+
+#[test]
+fn questions_follow_the_graphs_own_paths_with_their_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let triples = workspace().join("demo/movies.tsv");
+    let out = dir.path().join("demo.kgb");
+    kgbox_pack::pack(&options(&triples), &test_key(), &out).unwrap();
+    let loaded = load(&out, &test_key().public());
+    let kg = loaded.kg();
+
+    let opts = SynthOptions::default();
+    let found = paths::question_paths(&kg, &opts.paths, opts.seed);
+    let names: BTreeSet<String> = found
+        .iter()
+        .map(|p| {
+            p.steps
+                .iter()
+                .map(|s| s.name(&kg).unwrap())
+                .collect::<Vec<_>>()
+                .join(" -> ")
+        })
+        .collect();
+    // One hop both ways, an actor's films' directors, a film's co-stars'
+    // other films' years.
+    for want in [
+        "directed_by",
+        "directed_by_inv",
+        "starred_actors_inv -> directed_by",
+        "starred_actors -> starred_actors_inv -> release_year",
+    ] {
+        assert!(names.contains(want), "{want} missing from {names:?}");
+    }
+    // There and back and there again: no.
+    let unwanted = "directed_by -> directed_by_inv -> directed_by";
+    assert!(!names.contains(unwanted), "{unwanted} kept");
+    assert!(found.iter().all(|p| (1..=3).contains(&p.steps.len())));
+
+    let synthesis = synth::synthesize(&kg, &opts);
+    assert!(
+        synthesis.paths_by_hops.iter().all(|&n| n > 0),
+        "{:?}",
+        synthesis.paths_by_hops
+    );
+    assert!(synthesis.examples.len() > 100);
+    assert!(synthesis.summary().contains("synthesised from the graph"));
+    let limits = ParseLimits::default();
+    let exec = ExecOptions {
+        top_k: 1000,
+        max_paths: 0,
+        ..ExecOptions::default()
+    };
+    for ex in &synthesis.examples {
+        let (answers, _) = run_query_with(&kg, &ex.dsl, &limits, &exec, None)
+            .unwrap_or_else(|e| panic!("{}: {e:?}", ex.dsl));
+        let found: HashSet<&str> = answers
+            .answers
+            .iter()
+            .filter_map(|a| kg.entity_name(a.entity))
+            .collect();
+        let stored: HashSet<&str> = ex
+            .answers
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(found, stored, "{} ({})", ex.dsl, ex.question);
+        let topic = ex
+            .question
+            .split('[')
+            .nth(1)
+            .and_then(|s| s.split(']').next())
+            .unwrap();
+        assert!(!stored.contains(topic), "{} answers its topic", ex.dsl);
+        assert!(ex.dsl.starts_with(&format!("\"{topic}\"")) || ex.dsl.contains(topic));
+    }
+}
+
+#[test]
+fn paths_through_a_hub_are_not_asked() {
+    // 60 films of one genre, each with a director of its own: "the films of
+    // the same genre as X" has 59 answers, more than anyone asks for.
+    let mut tsv = String::new();
+    for i in 0..60 {
+        tsv.push_str(&format!(
+            "Film {i}\thas_genre\tDrama\nFilm {i}\tdirected_by\tDirector {i}\n"
+        ));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let triples = write(dir.path(), "hub.tsv", tsv);
+    let out = dir.path().join("hub.kgb");
+    kgbox_pack::pack(&options(&triples), &test_key(), &out).unwrap();
+    let loaded = load(&out, &test_key().public());
+    let kg = loaded.kg();
+    let opts = SynthOptions::default();
+    let found: Vec<String> = paths::question_paths(&kg, &opts.paths, opts.seed)
+        .iter()
+        .map(|p| {
+            p.steps
+                .iter()
+                .map(|s| s.name(&kg).unwrap())
+                .collect::<Vec<_>>()
+                .join(" -> ")
+        })
+        .collect();
+    assert!(found.contains(&"directed_by".to_string()), "{found:?}");
+    assert!(found.contains(&"has_genre".to_string()), "{found:?}");
+    for hub in [
+        "has_genre -> has_genre_inv",
+        "has_genre_inv",
+        "has_genre -> has_genre_inv -> directed_by",
+    ] {
+        assert!(!found.contains(&hub.to_string()), "{hub} kept: {found:?}");
+    }
+}
