@@ -231,6 +231,13 @@ fn is_text(l: &Literal, value: &str) -> bool {
         && value.chars().any(char::is_alphabetic)
         && !value.contains("://")
         && !value.contains('@')
+        && !looks_like_a_date(value)
+}
+
+/// An untyped date or time (`2010-11-08T09:00:00`): its `T` is no name.
+fn looks_like_a_date(value: &str) -> bool {
+    let b = value.as_bytes();
+    b.len() >= 7 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-' && b[5].is_ascii_digit()
 }
 
 /// The predicates that name entities, by predicate id, and the log lines
@@ -608,6 +615,23 @@ mod tests {
             .collect();
         ranks.sort_by_key(|r| r.1);
         Ok((ranks, choice.notes))
+    }
+
+    #[test]
+    fn untyped_dates_name_nothing() {
+        // Unique to their subjects and "with a letter" (the T), but dates.
+        let times: Vec<String> = (0..12)
+            .map(|i| format!("2010-11-{:02}T09:00:00", i + 1))
+            .collect();
+        let triples: Vec<_> = times
+            .iter()
+            .enumerate()
+            .map(|(s, t)| (s as u32, "http://ex.org/dateTime", t.as_str(), "", true))
+            .collect();
+        let (ranks, _) = chosen(12, &triples, &[]).unwrap();
+        assert!(ranks.is_empty(), "{ranks:?}");
+        assert!(looks_like_a_date("1999-03-31"));
+        assert!(!looks_like_a_date("1999 (film)"));
     }
 
     #[test]

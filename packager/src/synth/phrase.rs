@@ -52,7 +52,7 @@ fn read_description(d: &str) -> (Option<String>, Option<String>) {
     });
     if let Some(i) = split {
         let domain = &words[i + 2..];
-        if (1..=MAX_DOMAIN_WORDS).contains(&domain.len()) {
+        if (1..=MAX_DOMAIN_WORDS).contains(&domain.len()) && i <= MAX_DESCRIPTION_WORDS {
             return (Some(words[..i].join(" ")), Some(domain.join(" ")));
         }
     }
