@@ -99,28 +99,7 @@ const NOT_NAMES: &[&str] = &[
 
 /// The words of an IRI's local name: `hasFullName` → `has full name`.
 fn local_words(iri: &str) -> Vec<String> {
-    let local = iri.rsplit(['#', '/', ':']).next().unwrap_or(iri);
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut prev_lower = false;
-    for c in local.chars() {
-        if !c.is_alphanumeric() {
-            if !cur.is_empty() {
-                words.push(std::mem::take(&mut cur));
-            }
-            prev_lower = false;
-            continue;
-        }
-        if c.is_uppercase() && prev_lower && !cur.is_empty() {
-            words.push(std::mem::take(&mut cur));
-        }
-        prev_lower = c.is_lowercase() || c.is_numeric();
-        cur.extend(c.to_lowercase());
-    }
-    if !cur.is_empty() {
-        words.push(cur);
-    }
-    words
+    crate::synth::phrase::split_words(iri.rsplit(['#', '/', ':']).next().unwrap_or(iri))
 }
 
 /// How much a predicate's local name looks like a name: `Some(0)` for
