@@ -22,6 +22,11 @@ use crate::synth::SynthOptions;
 
 /// Examples per template used to decide whether its queries keep anchors.
 const ANCHOR_SAMPLE: usize = 40;
+/// `PlannerMeta::demo_weight` of a planner trained on synthesised questions
+/// (chosen among 0 to 1,000 on benches/owngraph: 10 to 60 help there, more
+/// lets a few stored demonstrations overrule the classifier).
+const SYNTH_DEMO_WEIGHT: f32 = 25.0;
+
 /// Examples used to calibrate the arbitrator's threshold.
 const THRESHOLD_SAMPLE: usize = 300;
 
@@ -207,6 +212,11 @@ pub fn sections(
             "planner: {} templates keep anchor entities in their answers",
             calibration.kept
         ));
+    }
+    if opts.examples.is_none() {
+        // Synthesised phrasings are narrower than people's: the nearest
+        // stored question of each template counts beside the classifier.
+        report.planner.set_demo_weight(SYNTH_DEMO_WEIGHT);
     }
     let (meta, weights) = report.planner.to_sections();
     out.sections.push((s::PLANNER_META, meta));

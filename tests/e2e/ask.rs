@@ -414,6 +414,15 @@ fn local_planner_when_built_with_the_feature_and_a_model() {
 /// A device serving the demo KB (no learned planner) whose LLM planner
 /// always writes `query`, with `planner_extra` in `[planner]`.
 fn fixed_llm_device(query: &str, planner_extra: &str) -> (FakeLlm, Device, tempfile::TempDir) {
+    fixed_llm_device_with(query, planner_extra, "")
+}
+
+/// [`fixed_llm_device`] with `tables` (more TOML tables) in its config.
+fn fixed_llm_device_with(
+    query: &str,
+    planner_extra: &str,
+    tables: &str,
+) -> (FakeLlm, Device, tempfile::TempDir) {
     let query = query.to_string();
     let llm = FakeLlm::start(move |body| {
         let schema = response_schema(body)
@@ -439,7 +448,7 @@ fn fixed_llm_device(query: &str, planner_extra: &str) -> (FakeLlm, Device, tempf
     let keys = Keys::new(dir.path(), "free", 41);
     let bundle = dir.path().join("free.kgb");
     pack_demo("free-demo", &keys, &bundle, &[]);
-    let device = Device::new(&[&keys.public], &config.toml());
+    let device = Device::new(&[&keys.public], &format!("{}\n{tables}", config.toml()));
     device.install_ok(&bundle);
     (llm, device, dir)
 }
@@ -489,4 +498,32 @@ fn a_planned_query_without_answers_is_relaxed() {
     assert_eq!(status, 200, "{v}");
     assert!(v.get("repair").is_none(), "{v}");
     assert_eq!(v["answers"], json!([]), "{v}");
+}
+
+#[test]
+fn a_repaired_answer_is_labelled_over_mqtt() {
+    use kgbox_testkit::mosquitto::{wait_status, Client, Mosquitto};
+    let t = std::time::Duration::from_secs(30);
+    let empty = "AND(\"Ridley Scott\" -> directed_by_inv, \"Comedy\" -> has_genre_inv)";
+    let broker = Mosquitto::start();
+    let mqtt = format!(
+        "[mqtt]\nenabled = true\nbroker = {:?}\ndevice_id = \"edge-r\"\n",
+        broker.url()
+    );
+    let (_llm, device, _dir) = fixed_llm_device_with(empty, "", &mqtt);
+    let _server = device.serve();
+    wait_status(broker.port, "edge-r", t, |v| v["online"] == true);
+    let c = Client::connect(broker.port);
+    let ask = json!({"question": "which comedies did [Ridley Scott] direct"});
+    let reply = c.request("kgbox/edge-r/ask", ask.to_string().as_bytes(), t);
+    let v = reply.json();
+    assert_eq!(reply.property("status"), Some("200"), "{v}");
+    assert_eq!(answer_names(&v), ["Blade Runner"]);
+    assert_eq!(v["confidence"], "repaired", "{v}");
+    assert!(
+        v["caveat"]
+            .as_str()
+            .is_some_and(|c| c.ends_with("this is a guess")),
+        "{v}"
+    );
 }

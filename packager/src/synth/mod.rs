@@ -6,6 +6,7 @@
 //! graph gets a planner that follows several relations, and the guided LLM
 //! planner gets its demonstrations and grammar.
 
+pub mod classes;
 pub mod paths;
 pub mod phrase;
 
@@ -14,6 +15,7 @@ use kgbox_qa::planner::guided::chain_query;
 use kgbox_qa::planner::train::Example;
 use kgbox_qa::rng::SplitMix64;
 
+use classes::Classes;
 use paths::{follow, PathOptions, QuestionPath};
 use phrase::{RelationWords, StepWords};
 
@@ -74,23 +76,30 @@ impl Synthesis {
 pub fn synthesize(kg: &Kg<'_>, opts: &SynthOptions) -> Synthesis {
     let found = paths::question_paths(kg, &opts.paths, opts.seed);
     let words: Vec<RelationWords> = (0..kg.relation_count() as u32)
-        .map(|r| {
-            RelationWords::new(
-                kg.relation_name(r).unwrap_or(""),
-                kg.relation_description(r),
-            )
-        })
+        .map(|r| RelationWords::new(kg.relation_name(r).unwrap_or(""), kg.relation_gloss(r)))
         .collect();
     let mut rng = SplitMix64::new(opts.seed ^ 0x5157_4e54);
     let mut out = Synthesis {
         paths_by_hops: vec![0; opts.paths.max_hops],
         ..Synthesis::default()
     };
+    let classes = Classes::of(kg);
     let planned: usize = found.iter().map(|p| per_path(opts, p, 1.0)).sum();
     let scale = (opts.max_questions as f32 / planned.max(1) as f32).min(1.0);
     for path in &found {
         let n = per_path(opts, path, scale);
-        let made = questions_for(kg, path, n, &words, opts, &mut rng, &mut out.examples);
+        let nouns = classes
+            .map(|c| c.of_steps(kg, &path.steps, &path.topics))
+            .unwrap_or_else(|| vec![None; path.steps.len()]);
+        let made = questions_for(
+            kg,
+            path,
+            n,
+            (&words, &nouns),
+            opts,
+            &mut rng,
+            &mut out.examples,
+        );
         if made > 0 {
             if let Some(n) = out.paths_by_hops.get_mut(path.steps.len() - 1) {
                 *n += 1;
@@ -117,7 +126,7 @@ fn questions_for(
     kg: &Kg<'_>,
     path: &QuestionPath,
     per_path: usize,
-    words: &[RelationWords],
+    (words, classes): (&[RelationWords], &[Option<String>]),
     opts: &SynthOptions,
     rng: &mut SplitMix64,
     examples: &mut Vec<Example>,
@@ -133,10 +142,12 @@ fn questions_for(
     let Some(step_words) = path
         .steps
         .iter()
-        .map(|s| {
+        .zip(classes)
+        .map(|(s, class)| {
             words.get(s.relation as usize).map(|w| StepWords {
                 words: w,
                 inverse: s.inverse,
+                class: class.clone(),
             })
         })
         .collect::<Option<Vec<StepWords<'_>>>>()

@@ -60,7 +60,8 @@ pub struct PathOptions {
     /// Share of the sampled topics the path must answer (1 to
     /// `max_answers` answers).
     pub min_bound: f32,
-    /// Paths kept at most (shorter and better-bound first).
+    /// Paths kept at most (better-bound first, shared among the lengths by
+    /// `hop_quotas`).
     pub max_paths: usize,
     /// Entities scanned for topics at most (spread over the graph).
     pub max_scan: usize,
@@ -73,7 +74,7 @@ impl Default for PathOptions {
             topics_per_step: 40,
             max_answers: 30,
             min_bound: 0.4,
-            max_paths: 300,
+            max_paths: 360,
             max_scan: 2_000_000,
         }
     }
@@ -172,6 +173,14 @@ struct Walk {
     frontiers: Vec<(u32, Vec<u32>)>,
 }
 
+/// Whether `node` is a literal value of an RDF graph (no IRI, no edges
+/// out): a good topic for "which films came out in 1999", but nobody asks
+/// about "the directors of the films of the people born on 1950-03-02". A
+/// graph without IRIs (TSV) does not tell, and every node may start a path.
+fn is_literal(kg: &Kg<'_>, node: u32) -> bool {
+    kg.has_iris() && kg.out.degree(node) == 0 && kg.entity_iri(node).is_none()
+}
+
 /// Whether the path goes there, back and there again (`r, r_inv, r`): its
 /// answers are mostly the first step's, a question nobody asks that way.
 fn doubles_back(steps: &[Step]) -> bool {
@@ -180,7 +189,8 @@ fn doubles_back(steps: &[Step]) -> bool {
         .any(|w| w[0] == w[2] && w[1].relation == w[0].relation && w[1].inverse != w[0].inverse)
 }
 
-/// The graph's question paths, shorter and better-bound first. Walked one
+/// The graph's question paths, shorter first, then in turns over their
+/// beginnings, better-bound first. Walked one
 /// hop at a time: only a path that is itself worth asking is extended, so
 /// the work grows with the paths kept, not with every chain the graph has.
 pub fn question_paths(kg: &Kg<'_>, opts: &PathOptions, seed: u64) -> Vec<QuestionPath> {
@@ -225,10 +235,23 @@ pub fn question_paths(kg: &Kg<'_>, opts: &PathOptions, seed: u64) -> Vec<Questio
                 for step in next_steps {
                     let mut steps = walk.steps.clone();
                     steps.push(step);
+                    // A literal is passed through only straight back
+                    // ("the films released the same year as X").
+                    let back = walk.steps.len() == 1
+                        && walk.steps[0].relation == step.relation
+                        && walk.steps[0].inverse != step.inverse;
                     let frontiers = walk
                         .frontiers
                         .iter()
-                        .filter_map(|(t, f)| Some((*t, advance(kg, *t, f, step, cap)?)))
+                        .filter(|(t, _)| !is_literal(kg, *t))
+                        .filter_map(|(t, f)| {
+                            let f: Vec<u32> = if back {
+                                f.clone()
+                            } else {
+                                f.iter().copied().filter(|&n| !is_literal(kg, n)).collect()
+                            };
+                            Some((*t, advance(kg, *t, &f, step, cap)?))
+                        })
                         .collect();
                     next_level.push(Walk {
                         steps,
@@ -254,6 +277,78 @@ pub fn question_paths(kg: &Kg<'_>, opts: &PathOptions, seed: u64) -> Vec<Questio
             .then(b.bound.total_cmp(&a.bound))
             .then(a.steps.cmp(&b.steps))
     });
-    kept.truncate(opts.max_paths);
+    // Round robin over the paths' beginnings (all but the last step), so
+    // that a quota is not filled by one well-bound start with every ending.
+    let mut seen: BTreeMap<Vec<Step>, usize> = BTreeMap::new();
+    let mut rank: Vec<(usize, usize, usize)> = kept
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let start = p.steps[..p.steps.len() - 1].to_vec();
+            let n = seen.entry(start).or_default();
+            *n += 1;
+            (p.steps.len(), *n, i)
+        })
+        .collect();
+    rank.sort_unstable();
+    let mut slots: Vec<Option<QuestionPath>> = kept.into_iter().map(Some).collect();
+    let mut kept: Vec<QuestionPath> = rank
+        .iter()
+        .filter_map(|&(_, _, i)| slots[i].take())
+        .collect();
+    let mut by_hops = vec![0; opts.max_hops];
+    for p in &kept {
+        by_hops[p.steps.len() - 1] += 1;
+    }
+    let quota = hop_quotas(&by_hops, opts.max_paths);
+    let mut taken = vec![0; opts.max_hops];
+    kept.retain(|p| {
+        let h = p.steps.len() - 1;
+        taken[h] += 1;
+        taken[h] <= quota[h]
+    });
     kept
+}
+
+/// How many paths of each length to keep out of `found`, `max` in all:
+/// one-hop paths first (up to half), then the rest shared evenly among the
+/// longer lengths, a length with fewer paths than its share leaving the
+/// remainder to the others. Without it a graph with many one- and two-hop
+/// paths would keep no three-hop path at all.
+fn hop_quotas(found: &[usize], max: usize) -> Vec<usize> {
+    let mut quota = vec![0; found.len()];
+    let Some((&first, rest)) = found.split_first() else {
+        return quota;
+    };
+    quota[0] = first.min(max.div_ceil(2).max(max.saturating_sub(rest.iter().sum())));
+    let mut left = max - quota[0];
+    let mut open: Vec<usize> = (1..found.len()).filter(|&h| found[h] > 0).collect();
+    while left > 0 && !open.is_empty() {
+        let share = (left / open.len()).max(1);
+        let mut still = Vec::new();
+        for &h in &open {
+            let take = share.min(found[h] - quota[h]).min(left);
+            quota[h] += take;
+            left -= take;
+            if quota[h] < found[h] {
+                still.push(h);
+            }
+        }
+        open = still;
+    }
+    quota
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hop_quotas;
+
+    #[test]
+    fn longer_paths_keep_a_share() {
+        assert_eq!(hop_quotas(&[121, 500, 400], 360), vec![121, 120, 119]);
+        assert_eq!(hop_quotas(&[400, 500, 400], 360), vec![180, 90, 90]);
+        assert_eq!(hop_quotas(&[10, 500, 20], 360), vec![10, 330, 20]);
+        assert_eq!(hop_quotas(&[10, 5, 20], 360), vec![10, 5, 20]);
+        assert_eq!(hop_quotas(&[], 360), Vec::<usize>::new());
+    }
 }

@@ -61,7 +61,7 @@ fn read_description(d: &str) -> (Option<String>, Option<String>) {
 }
 
 /// A naive English plural (`film` → `films`, `city` → `cities`).
-fn plural(noun: &str) -> String {
+pub fn plural(noun: &str) -> String {
     if noun.ends_with('s') {
         noun.to_string()
     } else if let Some(stem) = noun
@@ -155,6 +155,29 @@ impl RelationWords {
 pub struct StepWords<'a> {
     pub words: &'a RelationWords,
     pub inverse: bool,
+    /// What the step reaches, in the plural, when the graph types most of
+    /// those entities alike ("albums", "solo artists").
+    pub class: Option<String>,
+}
+
+impl StepWords<'_> {
+    /// The noun for what this step reaches: the relation's, or now and then
+    /// the class's ("the songs of X" beside "the track of X").
+    fn noun(&self, rng: &mut SplitMix64) -> String {
+        match &self.class {
+            Some(c) if !self.inverse && rng.below(3) == 0 => c.clone(),
+            _ => self.words.noun(rng).to_string(),
+        }
+    }
+
+    /// The plural for what this step reaches: mostly its class when it has
+    /// one, else the relation's word for it.
+    fn things(&self, rng: &mut SplitMix64) -> String {
+        match &self.class {
+            Some(c) if rng.below(4) > 0 => c.clone(),
+            _ => self.words.things(rng),
+        }
+    }
 }
 
 fn pick<'a>(rng: &mut SplitMix64, options: &[&'a str]) -> &'a str {
@@ -165,8 +188,8 @@ fn pick<'a>(rng: &mut SplitMix64, options: &[&'a str]) -> &'a str {
 /// X", "the things starring X").
 fn noun_phrase(step: &StepWords<'_>, inner: &str, rng: &mut SplitMix64) -> String {
     let w = step.words;
-    let noun = w.noun(rng);
-    let thing = w.things(rng);
+    let noun = step.noun(rng);
+    let thing = step.things(rng);
     match (step.inverse, &w.participle) {
         (false, Some(p)) => match rng.below(3) {
             0 => format!("the ones who {p} {inner}"),
@@ -195,7 +218,7 @@ fn noun_phrase(step: &StepWords<'_>, inner: &str, rng: &mut SplitMix64) -> Strin
 /// The question that asks what `step` reaches from `inner`.
 fn question_phrase(step: &StepWords<'_>, inner: &str, rng: &mut SplitMix64) -> String {
     let w = step.words;
-    let noun = w.noun(rng);
+    let noun = step.noun(rng);
     match (step.inverse, &w.participle) {
         (false, Some(p)) => match rng.below(5) {
             0 => format!("who {p} {inner}"),
@@ -217,11 +240,12 @@ fn question_phrase(step: &StepWords<'_>, inner: &str, rng: &mut SplitMix64) -> S
             1 => format!("which ones were {p} by {inner}"),
             2 => format!("what did {inner} {p}"),
             3 => format!("{inner} {p} what"),
-            _ => format!("list the {} {p} by {inner}", w.things(rng)),
+            _ => format!("list the {} {p} by {inner}", step.things(rng)),
         },
         (true, None) => match rng.below(6) {
+            0 if step.class.is_some() => format!("which {} have {noun} {inner}", step.things(rng)),
             0 => format!("what has {noun} {inner}"),
-            1 => format!("which {} have {inner} as {noun}", w.things(rng)),
+            1 => format!("which {} have {inner} as {noun}", step.things(rng)),
             2 => format!("what {} {inner}", w.all),
             3 => format!("{inner} is the {noun} of what"),
             4 => format!("which ones have the {noun} {inner}"),
@@ -238,10 +262,21 @@ fn comes_back(a: &StepWords<'_>, b: &StepWords<'_>) -> bool {
 }
 
 /// A noun phrase for `step` out and back again from `inner`.
-fn shared_phrase(step: &StepWords<'_>, inner: &str, rng: &mut SplitMix64) -> String {
+fn shared_phrase(
+    step: &StepWords<'_>,
+    back: &StepWords<'_>,
+    inner: &str,
+    rng: &mut SplitMix64,
+) -> String {
     let w = step.words;
     let noun = w.noun(rng);
-    let things = w.things(rng);
+    // Forward and back: the first step reaches what is shared, the second
+    // the answers.
+    let things = if step.inverse {
+        step.things(rng)
+    } else {
+        back.things(rng)
+    };
     if step.inverse {
         // X <-r- Y -r-> Z: the others of X's Ys.
         match rng.below(3) {
@@ -267,8 +302,11 @@ pub fn question(steps: &[StepWords<'_>], topic: &str, rng: &mut SplitMix64) -> S
     while i < steps.len() {
         let step = &steps[i];
         let last = i + 1 == steps.len();
-        if steps.get(i + 1).is_some_and(|next| comes_back(step, next)) && rng.below(3) > 0 {
-            phrase = shared_phrase(step, &phrase, rng);
+        if let Some(next) = steps
+            .get(i + 1)
+            .filter(|next| comes_back(step, next) && rng.below(3) > 0)
+        {
+            phrase = shared_phrase(step, next, &phrase, rng);
             i += 2;
             if i == steps.len() {
                 phrase = match rng.below(3) {
@@ -347,18 +385,25 @@ mod tests {
             StepWords {
                 words: &directed,
                 inverse: true,
+                class: Some("films".into()),
             },
             StepWords {
                 words: &genre,
                 inverse: false,
+                class: None,
             },
         ];
         let mut rng = SplitMix64::new(7);
+        let mut with_class = 0;
         for _ in 0..50 {
             let q = question(&steps, "Ridley Scott", &mut rng);
             assert_eq!(q.matches("[Ridley Scott]").count(), 1, "{q}");
             assert!(q.contains("directed"), "{q}");
             assert!(q.contains("genre"), "{q}");
+            with_class += usize::from(q.contains("films"));
         }
+        // The class names what the inverse step reaches in most phrasings
+        // that name it at all.
+        assert!(with_class >= 10, "{with_class} of 50 say \"films\"");
     }
 }

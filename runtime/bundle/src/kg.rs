@@ -294,6 +294,14 @@ impl<'a> Kg<'a> {
             .filter(|d| !d.is_empty())
     }
 
+    /// The relation's description when it is words to read: `None` when it
+    /// is only the predicate's IRI (what an RDF relation carries until the
+    /// operator describes it), which says nothing an encoder or a phrase
+    /// could use.
+    pub fn relation_gloss(&self, id: u32) -> Option<&'a str> {
+        self.relation_description(id).filter(|d| !is_bare_iri(d))
+    }
+
     /// Entity id by exact name (binary search; names are sorted).
     pub fn entity_id(&self, name: &str) -> Option<u32> {
         self.entities.find_sorted(name).map(|i| i as u32)
@@ -513,3 +521,24 @@ mod view;
 /// Encoders for the packager (feature `write`).
 #[cfg(feature = "write")]
 pub mod encode;
+
+/// Whether `text` is one IRI and nothing else (`https://ex.org/v/name`,
+/// `urn:x:y`).
+fn is_bare_iri(text: &str) -> bool {
+    let t = text.trim();
+    !t.contains(char::is_whitespace) && (t.contains("://") || t.starts_with("urn:"))
+}
+
+#[cfg(test)]
+mod gloss_tests {
+    use super::is_bare_iri;
+
+    #[test]
+    fn an_iri_is_no_gloss_but_words_are() {
+        assert!(is_bare_iri("https://swapi.co/vocabulary/homeworld"));
+        assert!(is_bare_iri("urn:ex:director"));
+        assert!(!is_bare_iri("the director of a film"));
+        assert!(!is_bare_iri("the page at https://ex.org/x about it"));
+        assert!(!is_bare_iri("homeworld"));
+    }
+}

@@ -335,9 +335,14 @@ fn longest_match_and_word_boundaries() {
         assert_eq!((ms[1].start, ms[1].end), (16, 21));
 
         // "Lade" inside "Blade", "Run" inside "Runner" and "Rerun": no match.
-        let text = "Blades runners Rerun";
+        let text = "blades runners Rerun";
         let ms = link_text(kg, text, &opts());
         assert!(ms.is_empty(), "{ms:?}");
+        // A capitalised plural links its singular, over the whole word.
+        let text = "the Blades?";
+        let ms = link_text(kg, text, &opts());
+        assert_eq!(texts(&ms), ["Blades"]);
+        assert_eq!(names(&ms[0].candidates), ["Blade"]);
 
         // Punctuation and case do not matter; offsets cover the original text.
         let text = "(BLADE—runner!) and Amélie";

@@ -456,6 +456,7 @@ mod tests {
         let meta = PlannerMeta {
             demos,
             demo_vectors: true,
+            demo_weight: 0.0,
             ..PlannerMeta::bare(spec, &templates)
         };
         let mut w = vec![0.0; 2 * (spec.dim() + 1)];
@@ -479,6 +480,53 @@ mod tests {
         // question, "directed" neither): no other demo is nearer.
         let g = Guide::new(&p, &preds, "who made [X]", None, topics()).expect("a guide");
         assert_eq!(g.relations, ["directed_by"]);
+    }
+
+    #[test]
+    fn the_nearest_demo_reorders_a_synthesised_planner() {
+        let spec = FeatureSpec {
+            embed_dim: 2,
+            ngram_buckets: 1,
+            signature_buckets: 1,
+        };
+        let templates = ["{topic} -> directed_by", "{topic} -> has_genre"];
+        let demo = |class, question: &str| Demo {
+            class,
+            question: question.into(),
+            topic: "X".into(),
+        };
+        let meta = PlannerMeta {
+            demos: vec![demo(0, "who directed [X]"), demo(1, "what genre is [X]")],
+            demo_vectors: true,
+            ..PlannerMeta::bare(spec, &templates)
+        };
+        let mut w = vec![0.0; 2 * (spec.dim() + 1)];
+        w.extend([1.0, 0.0, 0.0, 1.0]);
+        let mut p = LearnedPlanner::new(meta, w).expect("valid");
+        let preds = || vec![pred(&p, 0, 0.7), pred(&p, 1, 0.3)];
+        let near_genre = [0.0, 1.0];
+        // Weight 0 (bundles packed with examples): the classifier alone.
+        let same = p.by_nearest_demo(preds(), &near_genre);
+        assert_eq!(same[0].class, 0);
+        assert_eq!(same[0].probability, 0.7);
+        p.set_demo_weight(3.0);
+        let preds = vec![pred(&p, 0, 0.7), pred(&p, 1, 0.3)];
+        let moved = p.by_nearest_demo(preds.clone(), &near_genre);
+        // log 0.3 + 3 beats log 0.7 + 0: the genre template first.
+        assert_eq!(moved[0].class, 1);
+        let total: f32 = moved.iter().map(|m| m.probability).sum();
+        assert!((total - 1.0).abs() < 1e-5, "{total}");
+        assert!(moved[0].probability > 0.8, "{moved:?}");
+        // Near the director demo: the classifier's choice stands.
+        assert_eq!(p.by_nearest_demo(preds, &[1.0, 0.0])[0].class, 0);
+        // Without stored vectors the weight is not taken.
+        let mut bare = LearnedPlanner::new(
+            PlannerMeta::bare(spec, &templates),
+            vec![0.0; 2 * (spec.dim() + 1)],
+        )
+        .expect("valid");
+        bare.set_demo_weight(3.0);
+        assert_eq!(bare.meta.demo_weight, 0.0);
     }
 
     #[test]

@@ -64,6 +64,14 @@ pub struct PlannerMeta {
     /// False in bundles packed before they existed, and without an encoder.
     #[serde(default)]
     pub demo_vectors: bool,
+    /// Weight of the nearest demonstration in the learned plan: each
+    /// template scores its log-probability plus this times the cosine of the
+    /// question to its nearest stored demonstration ([`Self::demo_vectors`]).
+    /// The packager sets it for a planner trained on questions synthesised
+    /// from the graph, whose phrasings are narrower than people's; 0 (the
+    /// classifier alone) otherwise and in older bundles.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub demo_weight: f32,
     /// Relation heads ([`super::heads`]); their weights follow the
     /// templates' in `planner.weights`. Empty in bundles packed before
     /// they existed.
@@ -80,6 +88,10 @@ pub struct PlannerMeta {
     pub trained_on: usize,
     /// Accuracy on the examples held out while training (`None` if too few).
     pub heldout_accuracy: Option<f32>,
+}
+
+fn is_zero(w: &f32) -> bool {
+    *w == 0.0
 }
 
 /// A loaded planner.
@@ -205,6 +217,50 @@ impl LearnedPlanner {
         self.weights.get(start..start + d)
     }
 
+    /// Sets [`PlannerMeta::demo_weight`] (packager), when the bundle keeps
+    /// the demonstrations' vectors.
+    pub fn set_demo_weight(&mut self, weight: f32) {
+        if self.meta.demo_vectors && weight.is_finite() {
+            self.meta.demo_weight = weight.max(0.0);
+        }
+    }
+
+    /// `preds` rescored by each template's nearest demonstration to the
+    /// question vector `question` ([`PlannerMeta::demo_weight`]), best
+    /// first and renormalised. Unchanged when the weight is 0 or the bundle
+    /// keeps no demonstration vectors.
+    pub fn by_nearest_demo(&self, preds: Vec<Prediction>, question: &[f32]) -> Vec<Prediction> {
+        let weight = self.meta.demo_weight;
+        if weight <= 0.0 || !self.meta.demo_vectors || preds.is_empty() {
+            return preds;
+        }
+        let mut nearest = vec![-1.0f32; self.meta.templates.len()];
+        for (i, demo) in self.meta.demos.iter().enumerate() {
+            let (Some(v), Some(best)) = (self.demo_vector(i), nearest.get_mut(demo.class)) else {
+                continue;
+            };
+            let cos: f32 = v.iter().zip(question).map(|(a, b)| a * b).sum();
+            *best = best.max(cos);
+        }
+        let mut scored: Vec<(f32, Prediction)> = preds
+            .into_iter()
+            .map(|pr| {
+                let cos = nearest.get(pr.class).copied().unwrap_or(-1.0);
+                (pr.probability.max(1e-12).ln() + weight * cos, pr)
+            })
+            .collect();
+        let top = scored.iter().map(|s| s.0).fold(f32::MIN, f32::max);
+        let total: f32 = scored.iter().map(|s| (s.0 - top).exp()).sum();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scored
+            .into_iter()
+            .map(|(score, pr)| Prediction {
+                probability: (score - top).exp() / total,
+                ..pr
+            })
+            .collect()
+    }
+
     /// Row `class` of the block that starts at row `first`.
     fn row(&self, first: usize, class: usize) -> &[f32] {
         let d = self.meta.features.dim() + 1;
@@ -273,6 +329,7 @@ impl PlannerMeta {
             keep_anchors: vec![],
             demos: vec![],
             demo_vectors: false,
+            demo_weight: 0.0,
             heads: vec![],
             window_vectors: WindowVectors::Alone,
             encoder: None,

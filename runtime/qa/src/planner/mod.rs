@@ -423,6 +423,10 @@ fn plan_learned(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, 
     if let Some(learned) = p.learned {
         let (preds, embedding) = predictions(p, req)?;
         let preds = starting_at(p.kg, topic.entity, preds);
+        let preds = match embedding.as_deref() {
+            Some(e) => learned.by_nearest_demo(preds, e),
+            None => preds,
+        };
         return learned_plan(learned, topic, &preds, embedding);
     }
     let Some(rv) = p.relvecs else {

@@ -360,6 +360,7 @@ pub fn train(
         keep_anchors: Vec::new(),
         demos: demos.into_iter().map(|(d, _)| d).collect(),
         demo_vectors,
+        demo_weight: 0.0,
         heads,
         window_vectors: if pooled.is_some() {
             WindowVectors::Pooled

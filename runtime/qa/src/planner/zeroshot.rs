@@ -18,7 +18,7 @@ pub struct RelationVectors {
 /// The text embedded for relation `r`.
 #[cfg(feature = "train")]
 pub fn relation_text(kg: &Kg<'_>, r: u32) -> String {
-    match kg.relation_description(r) {
+    match kg.relation_gloss(r) {
         Some(d) if !d.trim().is_empty() => d.to_string(),
         _ => kg
             .relation_name(r)

@@ -39,7 +39,9 @@ pub const MIN_WORD_CHARS: usize = 3;
 ///   scan continues after it. A run must start and end on word boundaries, so
 ///   nothing matches inside a word. A possessive last word also matches
 ///   without its `'s` (`Ridley Scott's` links `Ridley Scott`, and the mention
-///   ends before the apostrophe). Runs made only of [`STOPWORDS`] and
+///   ends before the apostrophe). A capitalised plural last word also
+///   matches its singular (`the Wookiees` links `Wookiee`) when the word as
+///   written is no key. Runs made only of [`STOPWORDS`] and
 ///   single words shorter than [`MIN_WORD_CHARS`] are skipped.
 pub fn link_text(kg: &Kg<'_>, text: &str, opts: &LinkOptions) -> Vec<Mention> {
     let never: Result<_, std::convert::Infallible> =
@@ -115,6 +117,24 @@ struct Word {
     /// For a word that ends in `'s`: the normalized form without the `s`,
     /// and the end of the word before the apostrophe.
     possessive: Option<(String, usize)>,
+    /// For a capitalised plural (`Wookiees`, `Droids`): the normalized
+    /// singular, tried when the word as written is no key.
+    plural: Option<String>,
+}
+
+/// The singular of a capitalised plural word of the text (`Wookiees` →
+/// `wookiee`, `Kaminoans` → `kaminoan`); `None` for other words. Lowercase
+/// words are left alone: "actors" is the graph's vocabulary, not a name.
+fn singular(original: &str, norm: &str) -> Option<String> {
+    if !original.chars().next().is_some_and(char::is_uppercase)
+        || norm.chars().count() < 4
+        || !norm.ends_with('s')
+        || norm.ends_with("ss")
+        || is_stopword(norm)
+    {
+        return None;
+    }
+    Some(norm[..norm.len() - 1].to_string())
 }
 
 fn is_apostrophe(c: char) -> bool {
@@ -183,6 +203,9 @@ fn words(text: &str, from: usize, to: usize) -> Vec<Word> {
                     w.possessive = Some((cut, at));
                 }
             }
+            if w.possessive.is_none() {
+                w.plural = singular(&text[w.start..w.end], &w.norm);
+            }
             out.push(w);
         }
         *apostrophe = None;
@@ -225,6 +248,7 @@ fn words(text: &str, from: usize, to: usize) -> Vec<Word> {
                                 start,
                                 end,
                                 possessive: None,
+                                plural: None,
                             })
                         }
                     }
@@ -276,6 +300,13 @@ fn longest_at(kg: &Kg<'_>, words: &[Word], max_tokens: usize) -> Option<(usize, 
                 key.push_str(cut);
                 if let Some(v) = index.get(&key) {
                     best = Some((n + 1, *at, v));
+                }
+                key.truncate(len);
+            }
+            if let Some(one) = &w.plural {
+                key.push_str(one);
+                if let Some(v) = index.get(&key) {
+                    best = Some((n + 1, w.end, v));
                 }
                 key.truncate(len);
             }
@@ -376,6 +407,18 @@ mod tests {
         assert_eq!(words("It’S", 0, 6)[0].possessive, Some(("it".into(), 2)));
         assert_eq!(words("it's'", 0, 5)[0].possessive, None);
         assert_eq!(words("o'clock", 0, 7)[0].possessive, None);
+    }
+
+    #[test]
+    fn capitalised_plurals() {
+        let w = words("the Wookiees and Ewoks like actors", 0, 34);
+        let plurals: Vec<Option<&str>> = w.iter().map(|w| w.plural.as_deref()).collect();
+        assert_eq!(
+            plurals,
+            [None, Some("wookiee"), None, Some("ewok"), None, None]
+        );
+        assert_eq!(words("Ross", 0, 4)[0].plural, None);
+        assert_eq!(words("Bus", 0, 3)[0].plural, None);
     }
 
     #[test]
