@@ -2,6 +2,9 @@
 //! (`question<TAB>DSL<TAB>answers`), for looking at their phrasing:
 //!
 //!   cargo run --release -p kgbox-pack --example synth_dump -- BUNDLE PUBKEY
+//!
+//! With `--paths` after them it prints every path found instead, kept or
+//! not, best first: `hops<TAB>path<TAB>bound<TAB>spread`.
 use std::io::Write;
 
 use anyhow::Context;
@@ -10,14 +13,34 @@ use kgbox_pack::synth::{synthesize, SynthOptions};
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [bundle, key] = &args[..] else {
-        anyhow::bail!("usage: synth_dump BUNDLE PUBKEY");
+    let (bundle, key, paths) = match &args[..] {
+        [b, k] => (b, k, false),
+        [b, k, flag] if flag == "--paths" => (b, k, true),
+        _ => anyhow::bail!("usage: synth_dump BUNDLE PUBKEY [--paths]"),
     };
     let bytes = std::fs::read(bundle).with_context(|| format!("reading {bundle}"))?;
     let key = PublicKey::parse(&std::fs::read_to_string(key)?)?;
     let image =
         OwnedImage::from_bundle_bytes(&bytes, &TrustedKeys::new(vec![key]), &Default::default())?;
     let kg = image.kg()?;
+    if paths {
+        let opts = SynthOptions::default();
+        let mut all = opts.paths.clone();
+        all.max_paths = usize::MAX;
+        let mut out = std::io::stdout().lock();
+        for p in kgbox_pack::synth::paths::question_paths(&kg, &all, opts.seed) {
+            let names: Vec<String> = p.steps.iter().filter_map(|s| s.name(&kg)).collect();
+            let line = format!(
+                "{}\t{}\t{:.2}\t{:.2}",
+                p.steps.len(),
+                names.join(" -> "),
+                p.bound,
+                p.spread
+            );
+            writeln!(out, "{line}")?;
+        }
+        return Ok(());
+    }
     let synthesis = synthesize(&kg, &SynthOptions::default());
     eprintln!("{}", synthesis.summary());
     let mut out = std::io::stdout().lock();

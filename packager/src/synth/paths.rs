@@ -60,7 +60,7 @@ pub struct PathOptions {
     /// Share of the sampled topics the path must answer (1 to
     /// `max_answers` answers).
     pub min_bound: f32,
-    /// Paths kept at most (better-bound first, shared among the lengths by
+    /// Paths kept at most (better-bound and more varied first, shared among the lengths by
     /// `hop_quotas`).
     pub max_paths: usize,
     /// Entities scanned for topics at most (spread over the graph).
@@ -88,6 +88,18 @@ pub struct QuestionPath {
     pub topics: Vec<u32>,
     /// Share of the sampled topics among them.
     pub bound: f32,
+    /// How much the answers differ from topic to topic: distinct answers
+    /// over those topics, per topic, at most 1. A path that answers every
+    /// topic alike ("the type of X's papers": always the same class) tells
+    /// little and is kept after those that do not.
+    pub spread: f32,
+}
+
+impl QuestionPath {
+    /// What the paths of one length are ranked by.
+    fn worth(&self) -> f32 {
+        self.bound * self.spread
+    }
 }
 
 /// The entities one `step` from `frontier`, the topic left out; `None`
@@ -190,7 +202,7 @@ fn doubles_back(steps: &[Step]) -> bool {
 }
 
 /// The graph's question paths, shorter first, then in turns over their
-/// beginnings, better-bound first. Walked one
+/// beginnings, better-bound and more varied first. Walked one
 /// hop at a time: only a path that is itself worth asking is extended, so
 /// the work grows with the paths kept, not with every chain the graph has.
 pub fn question_paths(kg: &Kg<'_>, opts: &PathOptions, seed: u64) -> Vec<QuestionPath> {
@@ -225,6 +237,13 @@ pub fn question_paths(kg: &Kg<'_>, opts: &PathOptions, seed: u64) -> Vec<Questio
             if bound < opts.min_bound {
                 continue;
             }
+            let distinct: BTreeSet<u32> = walk
+                .frontiers
+                .iter()
+                .filter(|(_, f)| (1..=opts.max_answers).contains(&f.len()))
+                .flat_map(|(_, f)| f.iter().copied())
+                .collect();
+            let spread = (distinct.len() as f32 / good.len().max(1) as f32).min(1.0);
             if hop < opts.max_hops {
                 let mut next_steps = BTreeSet::new();
                 for (_, f) in &walk.frontiers {
@@ -265,6 +284,7 @@ pub fn question_paths(kg: &Kg<'_>, opts: &PathOptions, seed: u64) -> Vec<Questio
                     steps: walk.steps,
                     topics: good,
                     bound,
+                    spread,
                 });
             }
         }
@@ -274,7 +294,7 @@ pub fn question_paths(kg: &Kg<'_>, opts: &PathOptions, seed: u64) -> Vec<Questio
         a.steps
             .len()
             .cmp(&b.steps.len())
-            .then(b.bound.total_cmp(&a.bound))
+            .then(b.worth().total_cmp(&a.worth()))
             .then(a.steps.cmp(&b.steps))
     });
     // Round robin over the paths' beginnings (all but the last step), so
