@@ -225,24 +225,20 @@ pub fn question_paths(kg: &Kg<'_>, opts: &PathOptions, seed: u64) -> Vec<Questio
     for hop in 1..=opts.max_hops {
         let mut next_level = Vec::new();
         for walk in level {
-            let good: Vec<u32> = walk
-                .frontiers
-                .iter()
-                .filter(|(_, f)| (1..=opts.max_answers).contains(&f.len()))
-                .map(|&(t, _)| t)
-                .collect();
+            let mut good = Vec::new();
+            let mut distinct = BTreeSet::new();
+            for (t, f) in &walk.frontiers {
+                if (1..=opts.max_answers).contains(&f.len()) {
+                    good.push(*t);
+                    distinct.extend(f.iter().copied());
+                }
+            }
             // Share of all topics sampled for the first step, not only of
             // those that reached this far.
             let bound = good.len() as f32 / walk.sampled.max(1) as f32;
             if bound < opts.min_bound {
                 continue;
             }
-            let distinct: BTreeSet<u32> = walk
-                .frontiers
-                .iter()
-                .filter(|(_, f)| (1..=opts.max_answers).contains(&f.len()))
-                .flat_map(|(_, f)| f.iter().copied())
-                .collect();
             let spread = (distinct.len() as f32 / good.len().max(1) as f32).min(1.0);
             if hop < opts.max_hops {
                 let mut next_steps = BTreeSet::new();
@@ -299,23 +295,19 @@ pub fn question_paths(kg: &Kg<'_>, opts: &PathOptions, seed: u64) -> Vec<Questio
     });
     // Round robin over the paths' beginnings (all but the last step), so
     // that a quota is not filled by one well-bound start with every ending.
-    let mut seen: BTreeMap<Vec<Step>, usize> = BTreeMap::new();
-    let mut rank: Vec<(usize, usize, usize)> = kept
+    let mut seen: BTreeMap<&[Step], usize> = BTreeMap::new();
+    let turns: Vec<usize> = kept
         .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let start = p.steps[..p.steps.len() - 1].to_vec();
-            let n = seen.entry(start).or_default();
+        .map(|p| {
+            let n = seen.entry(&p.steps[..p.steps.len() - 1]).or_default();
             *n += 1;
-            (p.steps.len(), *n, i)
+            *n
         })
         .collect();
-    rank.sort_unstable();
-    let mut slots: Vec<Option<QuestionPath>> = kept.into_iter().map(Some).collect();
-    let mut kept: Vec<QuestionPath> = rank
-        .iter()
-        .filter_map(|&(_, _, i)| slots[i].take())
-        .collect();
+    let mut ranked: Vec<(usize, QuestionPath)> = turns.into_iter().zip(kept).collect();
+    // Stable: within a turn, the order above.
+    ranked.sort_by_key(|(turn, p)| (p.steps.len(), *turn));
+    let mut kept: Vec<QuestionPath> = ranked.into_iter().map(|(_, p)| p).collect();
     let mut by_hops = vec![0; opts.max_hops];
     for p in &kept {
         by_hops[p.steps.len() - 1] += 1;
