@@ -80,31 +80,7 @@ const ARTICLES: &[&str] = &["the", "a", "an"];
 /// Words of a description at most, for it to be used in phrases.
 const MAX_DESCRIPTION_WORDS: usize = 8;
 
-/// The words of an identifier: `directed_by`, `birthPlace`, `dc:title`,
-/// `release-year` → `directed by`, `birth place`, `dc title`, `release year`.
-pub fn split_words(name: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut prev_lower = false;
-    for c in name.chars() {
-        if !c.is_alphanumeric() {
-            if !cur.is_empty() {
-                words.push(std::mem::take(&mut cur));
-            }
-            prev_lower = false;
-            continue;
-        }
-        if c.is_uppercase() && prev_lower && !cur.is_empty() {
-            words.push(std::mem::take(&mut cur));
-        }
-        prev_lower = c.is_lowercase() || c.is_numeric();
-        cur.extend(c.to_lowercase());
-    }
-    if !cur.is_empty() {
-        words.push(cur);
-    }
-    words
-}
+pub use kgbox_qa::words::split_words;
 
 impl RelationWords {
     pub fn new(name: &str, description: Option<&str>) -> RelationWords {
@@ -344,15 +320,6 @@ fn capitalise(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_split_into_words() {
-        assert_eq!(split_words("directed_by"), ["directed", "by"]);
-        assert_eq!(split_words("birthPlace"), ["birth", "place"]);
-        assert_eq!(split_words("dc:title"), ["dc", "title"]);
-        assert_eq!(split_words("hasIMDBRating"), ["has", "imdbrating"]);
-        assert_eq!(split_words("release-year2"), ["release", "year2"]);
-    }
 
     #[test]
     fn cores_and_participles() {

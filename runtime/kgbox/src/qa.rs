@@ -12,6 +12,7 @@ use kgbox_neural::UltraModel;
 use kgbox_qa::llm::audit::AuditLog;
 use kgbox_qa::llm::openai::OpenAiClient;
 use kgbox_qa::llm::ChatBackend;
+use kgbox_qa::planner::StepVectors;
 use kgbox_qa::rerank::Reranker;
 use kgbox_qa::RelationVectors;
 use kgbox_qa::{
@@ -42,6 +43,9 @@ pub struct Qa {
     pub plans: crate::metrics::PlanCounters,
     /// The `sparql_store` executor's store for this bundle (or why none).
     pub store: Arc<crate::sparql_store::SparqlStore>,
+    /// The path ranker's relation vectors, made on the first question
+    /// (`None` without an encoder, or when embedding them failed).
+    steps: std::sync::OnceLock<Option<StepVectors>>,
 }
 
 /// One question's settings (request fields over the configuration).
@@ -141,7 +145,21 @@ impl Qa {
                 &cfg.sparql_store,
                 &bundle.manifest().name,
             )),
+            steps: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The path ranker's relation vectors, embedded on the first call (a
+    /// graph's relations are few; start-up stays constant).
+    fn step_vectors(&self, kg: &kgbox_bundle::Kg<'_>) -> Option<&StepVectors> {
+        self.steps
+            .get_or_init(|| {
+                let embedder = self.embedder.as_deref()?;
+                StepVectors::build(kg, embedder)
+                    .map_err(|e| tracing::warn!(error = %e, "no path ranker: cannot embed the relations"))
+                    .ok()
+            })
+            .as_ref()
     }
 
     /// A short description for the startup log.
@@ -200,6 +218,7 @@ impl Qa {
             samples: cfg.planner.samples,
             max_relations: cfg.planner.max_relations,
             fallback_below: cfg.planner.fallback_below,
+            paths: cfg.planner.paths,
             rerank: params.rerank.unwrap_or(cfg.planner.rerank),
             export_features: params.export_features,
             repair: params.repair.unwrap_or(cfg.planner.repair),
@@ -229,6 +248,7 @@ impl Qa {
             learned: self.learned.as_ref(),
             relvecs: self.relvecs.as_ref(),
             embedder: self.embedder.as_deref(),
+            steps: self.step_vectors(&kg),
             chat,
             stages: &stages,
             reranker: self.reranker.as_ref(),

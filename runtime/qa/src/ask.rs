@@ -138,6 +138,7 @@ fn plan(
         relvecs: ctx.relvecs,
         embedder: ctx.embedder,
         chat: ctx.chat,
+        steps: ctx.steps,
     };
     let request = PlanRequest {
         kind: opts.planner,
@@ -148,6 +149,7 @@ fn plan(
         samples: opts.samples,
         max_relations: opts.max_relations,
         fallback_below: opts.fallback_below,
+        paths: opts.paths,
     };
     Ok(planner::plan(&planners, &request)?)
 }

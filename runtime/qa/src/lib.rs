@@ -29,6 +29,7 @@ pub mod question;
 pub mod rerank;
 pub mod rng;
 pub mod strategies;
+pub mod words;
 
 pub use pipeline::{
     AskError, AskOptions, AskResult, Confidence, Context, ExecSpec, PlannerKind, Stages,

@@ -117,6 +117,8 @@ pub struct AskOptions {
     /// `learned+llm` / `learned+local`: ask the LLM when the learned
     /// planner's best template is less likely than this.
     pub fallback_below: f32,
+    /// When the path ranker plans.
+    pub paths: crate::planner::PathRanker,
     /// Rerank candidates with the bundle's reranker (when it has one).
     pub rerank: bool,
     /// Return every scored candidate's reranker features
@@ -142,6 +144,7 @@ impl Default for AskOptions {
             samples: crate::planner::DEFAULT_SAMPLES,
             max_relations: 300,
             fallback_below: crate::planner::DEFAULT_FALLBACK_BELOW,
+            paths: crate::planner::PathRanker::Auto,
             rerank: true,
             export_features: false,
             repair: true,
@@ -156,6 +159,8 @@ pub struct Context<'a, 'k> {
     pub learned: Option<&'a LearnedPlanner>,
     pub relvecs: Option<&'a RelationVectors>,
     pub embedder: Option<&'a dyn Embedder>,
+    /// The relations' word vectors of the path ranker.
+    pub steps: Option<&'a crate::planner::StepVectors>,
     /// The chat model for the `llm` or `local` planner and the arbitrator.
     pub chat: Option<&'a dyn ChatBackend>,
     /// Linking and the executor as served.

@@ -18,6 +18,10 @@ pub struct PlannerConfig {
     /// learned+llm / learned+local: ask the LLM when the learned planner's
     /// best template has a lower probability than this (0..1).
     pub fallback_below: f32,
+    /// The path ranker (relation paths from the topic, scored against the
+    /// question): auto (with a planner packed without examples, or none),
+    /// on, or off.
+    pub paths: kgbox_qa::planner::PathRanker,
     /// Final answers per question.
     pub top_k: usize,
     /// Candidates the executor returns to the arbitrator.
@@ -51,6 +55,7 @@ impl Default for PlannerConfig {
             samples: d.samples,
             max_relations: d.max_relations,
             fallback_below: d.fallback_below,
+            paths: d.paths,
             rerank: d.rerank,
             repair: d.repair,
             strategies: d.strategies,

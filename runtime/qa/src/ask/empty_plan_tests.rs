@@ -66,6 +66,7 @@ fn ask_with(
             learned: Some(&learned),
             relvecs: None,
             embedder: None,
+            steps: None,
             chat: chat.map(|c| c as &dyn crate::llm::ChatBackend),
             stages: &Plain(kg),
             reranker: None,

@@ -132,6 +132,7 @@ fn requests(
             learned: with_learned.then_some(&learned),
             relvecs: None,
             embedder: None,
+            steps: None,
             chat: Some(&chat),
             stages: &Plain(kg),
             reranker: None,

@@ -37,6 +37,7 @@ fn ask_with(chat: &Scripted, question: &str, opts: AskOptions) -> AskResult {
             learned: None,
             relvecs: None,
             embedder: None,
+            steps: None,
             chat: Some(chat),
             stages: &Plain(kg),
             reranker: None,

@@ -6,7 +6,7 @@ use kgbox_query::link::Method;
 
 use super::features::FeatureSpec;
 use super::learned::{Demo, LearnedPlanner, PlannerMeta};
-use super::{plan, PlanRequest, Planned, PlannerKind, Planners};
+use super::{plan, PathRanker, PlanRequest, Planned, PlannerKind, Planners};
 use crate::llm::scripted::Scripted;
 use crate::llm::{ChatRequest, Constraint, LlmError};
 use crate::question::{LinkedEntity, Topic};
@@ -80,6 +80,7 @@ fn run_below(kind: PlannerKind, bias: f32, chat: &Scripted, fallback_below: f32)
             learned: Some(&learned),
             relvecs: None,
             embedder: None,
+            steps: None,
             chat: Some(chat),
         };
         let req = PlanRequest {
@@ -91,6 +92,7 @@ fn run_below(kind: PlannerKind, bias: f32, chat: &Scripted, fallback_below: f32)
             samples: 1,
             max_relations: 300,
             fallback_below,
+            paths: PathRanker::Off,
         };
         plan(&planners, &req).expect("a plan")
     })

@@ -12,6 +12,8 @@ pub mod guided;
 pub mod heads;
 pub mod learned;
 pub mod llm;
+pub mod path_plan;
+pub mod paths;
 pub mod template;
 #[cfg(feature = "train")]
 pub mod train;
@@ -37,6 +39,8 @@ use heads::WindowVectors;
 
 pub use learned::{LearnedPlanner, Prediction, DEFAULT_THRESHOLD};
 pub use llm::{Candidate, LlmPlanError, Rejected};
+pub use path_plan::{PathCandidate, PathMode, PathRanker};
+pub use paths::StepVectors;
 pub use zeroshot::RelationVectors;
 
 /// Which planner writes the query.
@@ -133,6 +137,9 @@ pub struct PlanInfo {
     /// planner's next choice was run instead.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub found_nothing: Vec<String>,
+    /// The path ranker's best candidates, when it planned ([`path_plan`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<PathCandidate>,
 }
 
 /// What the planners may use: the bundle's planner sections, its sentence
@@ -144,6 +151,9 @@ pub struct Planners<'a, 'k> {
     pub embedder: Option<&'a dyn Embedder>,
     /// The chat model of the `llm` and `local` planners.
     pub chat: Option<&'a dyn ChatBackend>,
+    /// The relations' word vectors of the path ranker ([`paths`]), when
+    /// the encoder is loaded.
+    pub steps: Option<&'a StepVectors>,
 }
 
 /// One question to plan.
@@ -166,6 +176,8 @@ pub struct PlanRequest<'a> {
     /// planner's best template has a lower probability than this (1:
     /// always).
     pub fallback_below: f32,
+    /// When the path ranker plans ([`path_plan`]).
+    pub paths: PathRanker,
 }
 
 /// The default of [`PlanRequest::fallback_below`].
@@ -417,9 +429,14 @@ fn learned_plan(
     })
 }
 
-/// The learned classifier, or without one the zero-shot matcher.
+/// The learned classifier, or without one the zero-shot matcher; with the
+/// path ranker when the mode asks for it.
 fn plan_learned(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, PlanError> {
     let topic = req.topic.ok_or(PlanError::NoEntity)?;
+    let mode = match (p.steps, p.embedder) {
+        (Some(_), Some(_)) => req.paths.mode(p.learned),
+        _ => PathMode::Off,
+    };
     if let Some(learned) = p.learned {
         let (preds, embedding) = predictions(p, req)?;
         let preds = starting_at(p.kg, topic.entity, preds);
@@ -427,7 +444,25 @@ fn plan_learned(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, 
             Some(e) => learned.by_nearest_demo(preds, e),
             None => preds,
         };
-        return learned_plan(learned, topic, &preds, embedding);
+        let mut planned = learned_plan(learned, topic, &preds, embedding)?;
+        if mode != PathMode::Off {
+            plan_paths(p, req, topic, Some((learned, &preds)), mode, &mut planned)?;
+        }
+        return Ok(planned);
+    }
+    if mode != PathMode::Off {
+        let mut planned = Planned {
+            planner: PlannerKind::Zeroshot,
+            query: String::new(),
+            keep_anchors: false,
+            info: PlanInfo::default(),
+            question_vec: None,
+            next: Vec::new(),
+        };
+        plan_paths(p, req, topic, None, PathMode::Only, &mut planned)?;
+        if !planned.query.is_empty() {
+            return Ok(planned);
+        }
     }
     let Some(rv) = p.relvecs else {
         return Err(PlanError::NoPlanner(
@@ -453,6 +488,40 @@ fn plan_learned(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, 
         question_vec: Some(e),
         next: Vec::new(),
     })
+}
+
+/// Replaces `planned`'s query (and next ones) with the path ranker's best.
+fn plan_paths(
+    p: &Planners<'_, '_>,
+    req: &PlanRequest<'_>,
+    topic: &Topic,
+    learned: Option<(&LearnedPlanner, &[Prediction])>,
+    mode: PathMode,
+    planned: &mut Planned,
+) -> Result<(), PlanError> {
+    let (Some(steps), Some(embedder)) = (p.steps, p.embedder) else {
+        return Ok(());
+    };
+    let masked = mask(req.question, topic.range);
+    let question =
+        paths::Question::new(&masked, crate::question::MASK, embedder).map_err(PlanError::Embed)?;
+    let opts = paths::RankOptions::default();
+    let cands = path_plan::candidates(
+        p.kg,
+        (topic.entity, &topic.name),
+        &question,
+        steps,
+        learned,
+        mode,
+        &opts,
+    );
+    if let Some((best, next)) = path_plan::split(&cands) {
+        planned.query = best.query;
+        planned.keep_anchors = best.keep_anchors;
+        planned.next = next;
+        planned.info.paths = path_plan::shown(&cands);
+    }
+    Ok(())
 }
 
 /// `learned+llm` / `learned+local`: the learned plan when it is sure,

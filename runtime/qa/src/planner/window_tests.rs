@@ -11,7 +11,7 @@ use kgbox_query::link::Method;
 use super::features::FeatureSpec;
 use super::heads::{pooled_spans, HeadKind, HeadMeta, WindowVectors};
 use super::learned::{LearnedPlanner, PlannerMeta};
-use super::{plan, PlanError, PlanRequest, Planned, PlannerKind, Planners};
+use super::{plan, PathRanker, PlanError, PlanRequest, Planned, PlannerKind, Planners};
 use crate::question::{mask, Topic};
 use crate::rerank::test_graph::graph;
 use crate::Embedder;
@@ -117,6 +117,7 @@ fn run(windows: WindowVectors, embedder: &Recording) -> (Result<Planned, PlanErr
             learned: Some(&learned),
             relvecs: None,
             embedder: Some(embedder),
+            steps: None,
             chat: None,
         };
         let req = PlanRequest {
@@ -128,6 +129,7 @@ fn run(windows: WindowVectors, embedder: &Recording) -> (Result<Planned, PlanErr
             samples: 1,
             max_relations: 300,
             fallback_below: 0.8,
+            paths: PathRanker::Off,
         };
         (plan(&planners, &req), mask(QUESTION, range))
     })

@@ -1,0 +1,189 @@
+//! Plans from the path ranker ([`super::paths`]), alone or weighed
+//! together with the learned planner's predictions.
+//!
+//! Each candidate (a ranked path, or a chain the learned planner predicts)
+//! scores its path score plus [`RankOptions::learned_weight`] times the log of the
+//! learned planner's probability for it (at least [`LEARNED_FLOOR`]; a path
+//! that is no template of the planner gets the floor). The learned planner
+//! knows the graph's phrasings; the ranker knows every path from the
+//! topic, the long ones a synthesised planner rarely keeps among them.
+
+use serde::Serialize;
+
+use super::guided::chain_query;
+use super::paths::{self, Question, RankOptions, StepVectors};
+use super::{LearnedPlanner, NextQuery, Prediction};
+use kgbox_bundle::Kg;
+
+/// The least learned probability a candidate is scored with.
+pub const LEARNED_FLOOR: f32 = 1e-3;
+/// Ranked paths that compete with the learned predictions, at most.
+const RANKED: usize = 40;
+/// Candidates shown in [`super::PlanInfo::paths`].
+const SHOWN: usize = 5;
+
+/// One candidate of the path ranker.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PathCandidate {
+    pub query: String,
+    /// Its final score: the path score and the learned planner's weighed in.
+    pub score: f32,
+    /// The path ranker's score alone.
+    pub path_score: f32,
+    /// The learned planner's probability, when the path is one of its
+    /// templates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub learned: Option<f32>,
+    #[serde(skip)]
+    pub keep_anchors: bool,
+}
+
+/// When the path ranker plans (`planner.paths`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PathRanker {
+    /// With a planner trained on questions synthesised from the graph
+    /// (packed without examples), or with no learned planner; not with one
+    /// trained on the operator's examples.
+    #[default]
+    Auto,
+    /// Always (with the encoder loaded).
+    On,
+    /// Never: the learned planner alone.
+    Off,
+}
+
+impl std::fmt::Display for PathRanker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PathRanker::Auto => "auto",
+            PathRanker::On => "on",
+            PathRanker::Off => "off",
+        })
+    }
+}
+
+impl std::str::FromStr for PathRanker {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(PathRanker::Auto),
+            "on" => Ok(PathRanker::On),
+            "off" => Ok(PathRanker::Off),
+            other => Err(format!(
+                "unknown path ranker setting {other:?} (auto, on or off)"
+            )),
+        }
+    }
+}
+
+impl PathRanker {
+    /// The mode for a question: the ranker weighed with `learned` (when
+    /// there is one), alone without, or off.
+    pub fn mode(self, learned: Option<&LearnedPlanner>) -> PathMode {
+        match (self, learned) {
+            (PathRanker::Off, _) => PathMode::Off,
+            (_, None) => PathMode::Only,
+            (PathRanker::On, Some(_)) => PathMode::Mix,
+            (PathRanker::Auto, Some(l)) if l.meta.demo_weight > 0.0 => PathMode::Mix,
+            (PathRanker::Auto, Some(_)) => PathMode::Off,
+        }
+    }
+}
+
+/// Whether and how the path ranker plans one question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathMode {
+    /// The learned planner alone.
+    Off,
+    /// The path ranker alone.
+    Only,
+    /// Both, weighed together.
+    Mix,
+}
+
+/// Chooses among the ranker's paths and the learned `preds` (already
+/// renormalised over those that start at the topic). Best first.
+pub fn candidates(
+    kg: &Kg<'_>,
+    topic: (u32, &str),
+    question: &Question,
+    steps: &StepVectors,
+    learned: Option<(&LearnedPlanner, &[Prediction])>,
+    mode: PathMode,
+    opts: &RankOptions,
+) -> Vec<PathCandidate> {
+    let (entity, name) = topic;
+    let ranked = paths::rank(kg, entity, question, steps, opts);
+    let mut out: Vec<PathCandidate> = Vec::new();
+    let preds = match (mode, learned) {
+        (PathMode::Mix, Some((_, preds))) => preds,
+        _ => &[],
+    };
+    let prob_of = |query: &str| -> Option<(f32, bool)> {
+        let (planner, _) = learned?;
+        preds
+            .iter()
+            .find(|p| p.template.instantiate(name) == query)
+            .map(|p| (p.probability, planner.keeps_anchors(p.class)))
+    };
+    let weigh = |path_score: f32, learned: Option<f32>| match mode {
+        PathMode::Mix => {
+            path_score + opts.learned_weight * learned.unwrap_or(0.0).max(LEARNED_FLOOR).ln()
+        }
+        _ => path_score,
+    };
+    for r in ranked.iter().take(RANKED) {
+        let Some(names) = paths::path_names(kg, &r.steps) else {
+            continue;
+        };
+        let query = chain_query(name, &names);
+        let found = prob_of(&query);
+        out.push(PathCandidate {
+            score: weigh(r.score, found.map(|f| f.0)),
+            path_score: r.score,
+            learned: found.map(|f| f.0),
+            keep_anchors: found.is_some_and(|f| f.1),
+            query,
+        });
+    }
+    // The learned planner's chains the ranker did not rank high.
+    if let Some((planner, _)) = learned {
+        for p in preds {
+            let query = p.template.instantiate(name);
+            if out.iter().any(|c| c.query == query) {
+                continue;
+            }
+            let path_score = p
+                .template
+                .chain()
+                .and_then(|c| paths::path_steps(kg, &c))
+                .map(|s| paths::score_path(question, steps, &s, &opts.weights))
+                .unwrap_or(0.0);
+            out.push(PathCandidate {
+                score: weigh(path_score, Some(p.probability)),
+                path_score,
+                learned: Some(p.probability),
+                keep_anchors: planner.keeps_anchors(p.class),
+                query,
+            });
+        }
+    }
+    out.sort_by(|a, b| b.score.total_cmp(&a.score));
+    out
+}
+
+/// The best candidate's query and keep-anchors policy, and the next ones.
+pub fn split(cands: &[PathCandidate]) -> Option<(NextQuery, Vec<NextQuery>)> {
+    let mut it = cands.iter().map(|c| NextQuery {
+        query: c.query.clone(),
+        keep_anchors: c.keep_anchors,
+    });
+    let best = it.next()?;
+    Some((best, it.take(super::NEXT_QUERIES).collect()))
+}
+
+/// The candidates shown in the plan's report.
+pub fn shown(cands: &[PathCandidate]) -> Vec<PathCandidate> {
+    cands.iter().take(SHOWN).cloned().collect()
+}

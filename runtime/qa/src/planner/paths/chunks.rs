@@ -1,0 +1,372 @@
+//! The question's side of the path ranker: its phrases ("pilots", "come
+//! from", "home planet"), each embedded on its own, and the score of a
+//! relation path as the best match of each step to a phrase of its own.
+
+use std::ops::Range;
+
+/// Words that say nothing about a relation on their own. A phrase needs
+/// at least one other word. "where" and "when" are not here: they ask for
+/// a place or a date.
+const STOP: &[&str] = &[
+    "a", "about", "an", "and", "any", "are", "as", "at", "be", "been", "by", "can", "did", "do",
+    "does", "for", "from", "had", "has", "have", "he", "her", "his", "how", "i", "in", "into",
+    "is", "it", "its", "me", "my", "of", "on", "or", "s", "she", "tell", "that", "the", "their",
+    "them", "there", "these", "they", "this", "those", "to", "was", "were", "what", "which", "who",
+    "whom", "whose", "with", "you",
+];
+/// Words that ask for another thing of the same kind ("who *else* comes
+/// from [X]'s home planet", "the *same* species as [X]"): only then does
+/// a path go straight back (`homeworld -> homeworld_inv`).
+const SAME: &[&str] = &[
+    "also", "another", "co", "else", "other", "others", "same", "share", "shared", "shares", "too",
+];
+/// Words a phrase does not start or end with ("the pilots" is "pilots").
+const EDGE: &[&str] = &["a", "an", "of", "the", "s"];
+/// Words of a phrase at most.
+const MAX_PHRASE: usize = 3;
+
+/// The phrases of a masked question, in word positions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phrases {
+    /// Each phrase's text (lowercase words joined by spaces).
+    pub texts: Vec<String>,
+    /// Each phrase's words, as positions in the question.
+    pub spans: Vec<Range<usize>>,
+    /// Positions of the question's content words (not in [`STOP`]).
+    pub content: Vec<usize>,
+    /// Whether the question asks for others of the same kind ([`SAME`]).
+    pub same: bool,
+    /// The topic's word position (the mask's), when the question has it.
+    pub topic: Option<usize>,
+}
+
+fn is_stop(w: &str) -> bool {
+    STOP.binary_search(&w).is_ok()
+}
+
+/// The phrases of `masked` (the question with its topic as `mask`): every
+/// run of one to [`MAX_PHRASE`] words that holds a content word, neither
+/// starts nor ends with an [`EDGE`] word, and does not reach over the
+/// topic.
+pub fn phrases(masked: &str, mask: &str) -> Phrases {
+    let mask = mask.to_lowercase();
+    let words: Vec<String> = masked
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let mut out = Phrases {
+        texts: Vec::new(),
+        spans: Vec::new(),
+        content: Vec::new(),
+        same: words.iter().any(|w| SAME.contains(&w.as_str())),
+        topic: words.iter().position(|w| *w == mask),
+    };
+    for (i, w) in words.iter().enumerate() {
+        if *w != mask && !is_stop(w) {
+            out.content.push(i);
+        }
+    }
+    for start in 0..words.len() {
+        for end in start + 1..=(start + MAX_PHRASE).min(words.len()) {
+            let span = &words[start..end];
+            if span.contains(&mask) {
+                break;
+            }
+            let edge = |w: &String| EDGE.contains(&w.as_str());
+            if edge(&span[0]) || span.last().is_some_and(edge) {
+                continue;
+            }
+            if span.iter().all(|w| is_stop(w)) {
+                continue;
+            }
+            out.texts.push(span.join(" "));
+            out.spans.push(start..end);
+        }
+    }
+    out
+}
+
+fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
+    a.start < b.end && b.start < a.end
+}
+
+/// How a path is scored against the phrases.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Weights {
+    /// Subtracted per step: a step must match a phrase better than this to
+    /// pay for itself.
+    pub step_cost: f32,
+    /// Subtracted again per step after the first: a longer path must
+    /// explain more of the question than a shorter one would.
+    pub extra_step_cost: f32,
+    /// Weight of the share of the question's content words the path's
+    /// phrases cover.
+    pub coverage: f32,
+    /// Subtracted per word-order fault ([`order_faults`]).
+    pub order_cost: f32,
+}
+
+impl Default for Weights {
+    fn default() -> Weights {
+        Weights {
+            step_cost: 0.35,
+            extra_step_cost: 0.25,
+            coverage: 0.3,
+            order_cost: 0.15,
+        }
+    }
+}
+
+/// Phrases each step may take, at most (its best ones).
+const CHOICES: usize = 4;
+
+/// Where a phrase sits: the middle of its words.
+fn middle(span: &Range<usize>) -> f32 {
+    (span.start + span.end) as f32 / 2.0
+}
+
+/// Word-order faults of an assignment (`taken[i]`: step `i`'s phrase).
+/// English names the step nearest the topic nearest the topic ("the films
+/// written by the screenwriter of [X]": `written_by`, then
+/// `written_by_inv`), and the answer at one end ("*who* starred in ...",
+/// "... starred *who*"). So the steps before the last must not come nearer
+/// the topic as they go, and the last step's phrase must be the first or
+/// the last of the path's phrases. A step without a phrase is not counted.
+fn order_faults(taken: &[Option<&Range<usize>>], topic: Option<usize>) -> usize {
+    let mut faults = 0;
+    if let Some(t) = topic {
+        let t = t as f32;
+        let dist: Vec<Option<f32>> = taken
+            .iter()
+            .map(|s| s.map(|s| (middle(s) - t).abs()))
+            .collect();
+        let inner = &dist[..dist.len().saturating_sub(1)];
+        let placed: Vec<f32> = inner.iter().flatten().copied().collect();
+        faults += placed.windows(2).filter(|w| w[1] < w[0]).count();
+    }
+    if let [.., Some(last)] = taken {
+        if taken.len() > 1 {
+            let others: Vec<f32> = taken[..taken.len() - 1]
+                .iter()
+                .flatten()
+                .map(|s| middle(s))
+                .collect();
+            let m = middle(last);
+            let first = others.iter().all(|&o| m < o);
+            let end = others.iter().all(|&o| m > o);
+            if !first && !end {
+                faults += 1;
+            }
+        }
+    }
+    faults
+}
+
+/// The score of a path whose step `i` has cosine `sims[i][j]` to phrase
+/// `j`. Each step takes a phrase of its own (phrases of different steps
+/// do not overlap; a step may take none), chosen among its
+/// [`CHOICES`] best so that the sum is highest: each step gains its
+/// cosine less [`Weights::step_cost`] (and [`Weights::extra_step_cost`]
+/// after the first), each word-order fault ([`order_faults`]) costs
+/// [`Weights::order_cost`], and the path gains [`Weights::coverage`] times
+/// the share of content words its phrases cover.
+///
+/// A step that goes straight back (`back[i]`: the inverse of step `i - 1`)
+/// may share the previous step's phrase when the question asks for the
+/// same ([`Phrases::same`]): "the films that *share screenwriters* with
+/// [X]" is `written_by -> written_by_inv`.
+pub fn score(sims: &[&[f32]], back: &[bool], p: &Phrases, w: &Weights) -> f32 {
+    let choices: Vec<Vec<(usize, f32)>> = sims
+        .iter()
+        .map(|row| {
+            let mut c: Vec<(usize, f32)> = row.iter().copied().enumerate().collect();
+            c.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            c.truncate(CHOICES);
+            c
+        })
+        .collect();
+    let mut best = f32::NEG_INFINITY;
+    let mut taken: Vec<Option<&Range<usize>>> = Vec::with_capacity(sims.len());
+    let shared: Vec<Option<&[f32]>> = sims
+        .iter()
+        .enumerate()
+        .map(|(i, row)| (p.same && back.get(i).copied().unwrap_or(false)).then_some(*row))
+        .collect();
+    let ctx = Search {
+        choices: &choices,
+        shared: &shared,
+        p,
+        w,
+    };
+    ctx.run(&mut taken, 0.0, &mut best);
+    best - w.step_cost * sims.len() as f32 - w.extra_step_cost * sims.len().saturating_sub(1) as f32
+}
+
+/// The choices of an assignment search.
+struct Search<'a> {
+    choices: &'a [Vec<(usize, f32)>],
+    /// Per step: its cosines, when it may share the previous step's phrase.
+    shared: &'a [Option<&'a [f32]>],
+    p: &'a Phrases,
+    w: &'a Weights,
+}
+
+impl<'a> Search<'a> {
+    /// Tries every choice of step `taken.len()` onwards; `gained` is the
+    /// sum of the cosines so far.
+    fn run(&self, taken: &mut Vec<Option<&'a Range<usize>>>, gained: f32, best: &mut f32) {
+        let (p, w) = (self.p, self.w);
+        let i = taken.len();
+        let Some(options) = self.choices.get(i) else {
+            let faults = order_faults(taken, p.topic);
+            let mut total = gained - w.order_cost * faults as f32;
+            if !p.content.is_empty() {
+                let covered = p
+                    .content
+                    .iter()
+                    .filter(|&&c| taken.iter().flatten().any(|u| u.contains(&c)))
+                    .count();
+                total += w.coverage * covered as f32 / p.content.len() as f32;
+            }
+            *best = best.max(total);
+            return;
+        };
+        for &(j, s) in options {
+            let Some(span) = p.spans.get(j) else { continue };
+            if taken.iter().flatten().any(|u| overlaps(u, span)) {
+                continue;
+            }
+            taken.push(Some(span));
+            self.run(taken, gained + s, best);
+            taken.pop();
+        }
+        // The previous step's phrase again (its position counted once).
+        let prev = taken.last().copied().flatten();
+        if let (Some(Some(row)), Some(span)) = (self.shared.get(i), prev) {
+            let j = p.spans.iter().position(|s| s == span);
+            if let Some(s) = j.and_then(|j| row.get(j)) {
+                taken.push(None);
+                self.run(taken, gained + s, best);
+                taken.pop();
+            }
+        }
+        taken.push(None);
+        self.run(taken, gained, best);
+        taken.pop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_words_are_sorted() {
+        assert!(STOP.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn phrases_hold_a_content_word_and_stop_at_the_topic() {
+        let p = phrases("where do the pilots of ENTITY come from?", "ENTITY");
+        assert!(p.texts.contains(&"pilots".to_string()));
+        assert!(p.texts.contains(&"come from".to_string()));
+        assert!(p.texts.contains(&"where".to_string()));
+        assert!(!p.texts.iter().any(|t| t.contains("entity")));
+        assert!(!p.texts.contains(&"the pilots".to_string()));
+        assert!(!p.texts.contains(&"do the".to_string()));
+        // where, pilots, come
+        assert_eq!(p.content, vec![0, 3, 6]);
+    }
+
+    /// "pilots come from": two phrases, no topic.
+    fn two_phrases() -> Phrases {
+        Phrases {
+            texts: vec!["pilots".into(), "come from".into()],
+            spans: vec![0..1, 1..3],
+            content: vec![0, 1],
+            same: false,
+            topic: None,
+        }
+    }
+
+    /// Weights with only a step cost and a coverage weight.
+    fn weights(step_cost: f32, coverage: f32) -> Weights {
+        Weights {
+            step_cost,
+            extra_step_cost: 0.0,
+            coverage,
+            order_cost: 0.0,
+        }
+    }
+
+    #[test]
+    fn each_step_takes_a_phrase_of_its_own() {
+        let p = two_phrases();
+        let w = weights(0.3, 0.0);
+        // Two steps that both like "pilots" best: the second gets the other
+        // phrase.
+        let a = [0.9, 0.2];
+        let b = [0.8, 0.5];
+        let two = score(&[&a, &b], &[false, false], &p, &w);
+        assert!((two - (0.9 + 0.5 - 0.6)).abs() < 1e-6, "{two}");
+        // One step that matches pays once.
+        let one = score(&[&a], &[false], &p, &w);
+        assert!((one - 0.6).abs() < 1e-6);
+        // A second step that matches nothing well costs more than it gains.
+        let c = [0.1, 0.1];
+        assert!(score(&[&a, &c], &[false, false], &p, &w) < one);
+        assert!(two > one);
+    }
+
+    #[test]
+    fn coverage_rewards_the_words_a_path_explains() {
+        let p = two_phrases();
+        let w = weights(0.0, 1.0);
+        let a = [0.5, 0.0];
+        let b = [0.0, 0.5];
+        assert!((score(&[&a], &[false], &p, &w) - 1.0).abs() < 1e-6);
+        assert!((score(&[&a, &b], &[false, false], &p, &w) - 2.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_straight_back_step_shares_a_phrase_only_for_the_same() {
+        let mut p = two_phrases();
+        let w = weights(0.0, 0.0);
+        // Both steps match only "pilots".
+        let a = [0.9, 0.0];
+        assert!((score(&[&a, &a], &[false, true], &p, &w) - 0.9).abs() < 1e-6);
+        p.same = true;
+        assert!((score(&[&a, &a], &[false, true], &p, &w) - 1.8).abs() < 1e-6);
+        // Not for a step that does not go back.
+        assert!((score(&[&a, &a], &[false, false], &p, &w) - 0.9).abs() < 1e-6);
+    }
+
+    #[test]
+    fn word_order_faults() {
+        // "the films written by the screenwriter of ENTITY starred who":
+        // positions 2 (written), 5 (screenwriter), topic 7, 8 (starred).
+        let (written, writer, starred) = (2..3, 5..6, 8..9);
+        let topic = Some(7);
+        // written_by (screenwriter), written_by_inv (written), starred: none.
+        assert_eq!(
+            order_faults(&[Some(&writer), Some(&written), Some(&starred)], topic),
+            0
+        );
+        // The steps before the last coming nearer the topic: one.
+        assert_eq!(
+            order_faults(&[Some(&written), Some(&writer), Some(&starred)], topic),
+            1
+        );
+        // And the answer in the middle of the path's phrases: two.
+        assert_eq!(
+            order_faults(&[Some(&written), Some(&starred), Some(&writer)], topic),
+            2
+        );
+        // The answer at the start is as good as at the end.
+        assert_eq!(
+            order_faults(&[Some(&writer), Some(&starred), Some(&written)], topic),
+            0
+        );
+    }
+}

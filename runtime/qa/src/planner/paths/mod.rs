@@ -1,0 +1,423 @@
+//! The path ranker: discriminate, don't generate. From the question's
+//! topic, every relation path of one to three hops that binds in this
+//! graph (both directions) is scored against the question's phrases with
+//! the sentence encoder, and the best ones are the plans.
+//!
+//! Each relation is read as words once ([`StepVectors`]: its name split
+//! into words, `homeworld`, `averageHeight` → `average height`, and its
+//! description's noun); the question's phrases ([`chunks::phrases`]) are embedded
+//! each on its own, one batch per question. A path scores the cosine of
+//! each step to a phrase of its own, less a cost per step, plus the share
+//! of the question's words its phrases explain ([`chunks::score`]): "where
+//! do the pilots of [X] come from" takes `pilot -> homeworld` over `pilot`
+//! because "come from" is left unexplained by the shorter one.
+//!
+//! Paths are walked a hop at a time, from a capped sample of each
+//! frontier, and only the best [`RankOptions::beam`] of a length go on:
+//! the work grows with the beam, not with the graph.
+
+pub mod chunks;
+
+use std::collections::BTreeSet;
+
+use kgbox_bundle::Kg;
+
+use crate::words::split_words;
+use crate::Embedder;
+use chunks::{Phrases, Weights};
+
+/// One step of a path: a relation, followed forward or backward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Step {
+    pub relation: u32,
+    pub inverse: bool,
+}
+
+/// A path from the topic and its score.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankedPath {
+    pub steps: Vec<Step>,
+    pub score: f32,
+}
+
+/// Limits of the walk and the scoring weights.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RankOptions {
+    /// Hops at most.
+    pub max_hops: usize,
+    /// Paths of one length that go on to the next.
+    pub beam: usize,
+    /// Nodes of a frontier looked at, at most (the first ones).
+    pub frontier: usize,
+    pub weights: Weights,
+    /// Weight of the learned planner's log-probability when both plan
+    /// ([`super::path_plan`]).
+    pub learned_weight: f32,
+}
+
+impl Default for RankOptions {
+    fn default() -> RankOptions {
+        RankOptions {
+            max_hops: 3,
+            beam: 48,
+            frontier: 256,
+            weights: Weights::default(),
+            learned_weight: 0.1,
+        }
+    }
+}
+
+/// Two unit-length vectors per relation, of its name's words and of its
+/// description's noun ([`relation_texts`]), made by the bundle's encoder
+/// when first needed.
+#[derive(Debug, Clone)]
+pub struct StepVectors {
+    dim: usize,
+    vecs: Vec<f32>,
+}
+
+/// Texts embedded in one call at most.
+const BATCH: usize = 64;
+/// Words a name starts with that say nothing of the relation (`has genre`).
+const LEADING: &[&str] = &["has", "have", "is", "was", "hasa"];
+/// Prepositions that end a description's noun ("the director *of* a film").
+const PREPOSITIONS: &[&str] = &["about", "by", "for", "from", "in", "of", "on", "with"];
+const ARTICLES: &[&str] = &["a", "an", "the"];
+
+/// What relation `r` is called, as two texts to match phrases against:
+/// its name's words without a leading `has`/`is` (`has_genre` → `genre`,
+/// `averageHeight` → `average height`), and its description's noun (`the
+/// director of a film` → `director`), or the name again when the
+/// description does not read `NOUN PREPOSITION ARTICLE ...`. The
+/// description's domain ("a film") is left out: it names what the path
+/// starts from, and would match every "films" in a question.
+pub fn relation_texts(kg: &Kg<'_>, r: u32) -> [String; 2] {
+    let mut words = split_words(kg.relation_name(r).unwrap_or(""));
+    while words.len() > 1 && LEADING.contains(&words[0].as_str()) {
+        words.remove(0);
+    }
+    let name = words.join(" ");
+    let noun = kg
+        .relation_gloss(r)
+        .and_then(description_noun)
+        .unwrap_or_else(|| name.clone());
+    [name, noun]
+}
+
+/// A description's noun ([`relation_texts`]), when it reads `NOUN
+/// PREPOSITION ARTICLE ...`.
+fn description_noun(d: &str) -> Option<String> {
+    let words: Vec<String> = d
+        .split_whitespace()
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
+        .filter(|w| !w.is_empty())
+        .collect();
+    let start = words
+        .iter()
+        .position(|w| !ARTICLES.contains(&w.as_str()))
+        .unwrap_or(0);
+    let words = &words[start..];
+    let end = (1..words.len().saturating_sub(1)).find(|&i| {
+        PREPOSITIONS.contains(&words[i].as_str()) && ARTICLES.contains(&words[i + 1].as_str())
+    })?;
+    Some(words[..end].join(" "))
+}
+
+fn unit(mut v: Vec<f32>) -> Vec<f32> {
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if n > 0.0 {
+        v.iter_mut().for_each(|x| *x /= n);
+    }
+    v
+}
+
+fn embed_all(embedder: &dyn Embedder, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
+    let mut out = Vec::with_capacity(texts.len());
+    for batch in texts.chunks(BATCH) {
+        let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
+        let vecs = embedder.embed(&refs)?;
+        if vecs.len() != refs.len() {
+            return Err(format!(
+                "the encoder returned {} vectors for {} texts",
+                vecs.len(),
+                refs.len()
+            ));
+        }
+        out.extend(vecs.into_iter().map(unit));
+    }
+    Ok(out)
+}
+
+impl StepVectors {
+    /// Embeds every relation's texts.
+    pub fn build(kg: &Kg<'_>, embedder: &dyn Embedder) -> Result<StepVectors, String> {
+        let texts: Vec<String> = (0..kg.relation_count() as u32)
+            .flat_map(|r| relation_texts(kg, r))
+            .collect();
+        let vecs = embed_all(embedder, &texts)?;
+        let dim = vecs.first().map_or(0, Vec::len);
+        if vecs.iter().any(|v| v.len() != dim) {
+            return Err("the encoder returned vectors of different lengths".into());
+        }
+        Ok(StepVectors {
+            dim,
+            vecs: vecs.concat(),
+        })
+    }
+
+    /// Relation `r`'s two vectors.
+    fn vectors(&self, r: u32) -> Option<(&[f32], &[f32])> {
+        let start = 2 * r as usize * self.dim;
+        let a = self.vecs.get(start..start + self.dim)?;
+        let b = self.vecs.get(start + self.dim..start + 2 * self.dim)?;
+        Some((a, b))
+    }
+}
+
+/// Whether `node` is a literal value of an RDF graph (no IRI, no edges
+/// out). A path goes on from one only straight back ("the films released
+/// the same year as X").
+fn is_literal(kg: &Kg<'_>, node: u32) -> bool {
+    kg.has_iris() && kg.out.degree(node) == 0 && kg.entity_iri(node).is_none()
+}
+
+/// The steps that leave `node`.
+fn steps_of(kg: &Kg<'_>, node: u32, out: &mut BTreeSet<Step>) {
+    for (csr, inverse) in [(&kg.out, false), (&kg.inc, true)] {
+        for &relation in csr.edges(node).0 {
+            out.insert(Step { relation, inverse });
+        }
+    }
+}
+
+/// Where `step` leads from `frontier`: distinct nodes, the first `cap`.
+fn advance(kg: &Kg<'_>, frontier: &[u32], step: Step, cap: usize) -> Vec<u32> {
+    let csr = if step.inverse { &kg.inc } else { &kg.out };
+    let mut seen = BTreeSet::new();
+    for &n in frontier {
+        for &m in csr.neighbours(n, step.relation) {
+            seen.insert(m);
+            if seen.len() >= cap {
+                return seen.into_iter().collect();
+            }
+        }
+    }
+    seen.into_iter().collect()
+}
+
+/// Whether the path goes straight back somewhere (`r, r_inv`): a question
+/// asks that only for others of the same kind ([`Phrases::same`]).
+fn goes_back(steps: &[Step]) -> bool {
+    steps
+        .windows(2)
+        .any(|w| w[1].relation == w[0].relation && w[1].inverse != w[0].inverse)
+}
+
+/// Whether the path goes there, back and there again (`r, r_inv, r`): its
+/// answers are mostly the first step's, a question nobody asks that way.
+fn doubles_back(steps: &[Step]) -> bool {
+    steps.windows(3).any(|w| w[0] == w[2] && goes_back(&w[..2]))
+}
+
+/// Whether `r` types its subjects (`rdf:type`, or a relation named
+/// `type`): a path ends there ("what kind of thing is X"), it does not go
+/// on through a class to all its members.
+fn is_type(kg: &Kg<'_>, r: u32) -> bool {
+    kg.relation_iri(r)
+        .map(|i| i == "http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
+        .unwrap_or_else(|| kg.relation_name(r) == Some("type"))
+}
+
+/// A question made ready for ranking: its phrases and their vectors.
+pub struct Question {
+    phrases: Phrases,
+    vecs: Vec<Vec<f32>>,
+}
+
+impl Question {
+    /// Embeds the phrases of `masked` (the question with its topic as
+    /// `mask`) in one batch.
+    pub fn new(masked: &str, mask: &str, embedder: &dyn Embedder) -> Result<Question, String> {
+        let phrases = chunks::phrases(masked, mask);
+        let vecs = embed_all(embedder, &phrases.texts)?;
+        Ok(Question { phrases, vecs })
+    }
+
+    /// Cosine of every phrase to relation `r`: the better of its two
+    /// texts.
+    fn sims(&self, steps: &StepVectors, r: u32) -> Vec<f32> {
+        let Some((a, b)) = steps.vectors(r) else {
+            return vec![0.0; self.vecs.len()];
+        };
+        let dot = |p: &[f32], v: &[f32]| -> f32 { p.iter().zip(v).map(|(x, y)| x * y).sum() };
+        self.vecs.iter().map(|p| dot(p, a).max(dot(p, b))).collect()
+    }
+}
+
+/// Per relation, its cosines to the question's phrases, computed once.
+struct SimCache<'q> {
+    question: &'q Question,
+    steps: &'q StepVectors,
+    rows: Vec<Option<Vec<f32>>>,
+}
+
+impl SimCache<'_> {
+    fn row(&mut self, r: u32) -> &[f32] {
+        let i = r as usize;
+        if i >= self.rows.len() {
+            self.rows.resize(i + 1, None);
+        }
+        let (question, steps) = (self.question, self.steps);
+        self.rows[i].get_or_insert_with(|| question.sims(steps, r))
+    }
+
+    fn score(&mut self, path: &[Step], w: &Weights) -> f32 {
+        for s in path {
+            self.row(s.relation);
+        }
+        let rows: Vec<&[f32]> = path
+            .iter()
+            .map(|s| self.rows[s.relation as usize].as_deref().unwrap_or(&[]))
+            .collect();
+        let backs: Vec<bool> = (0..path.len())
+            .map(|i| i > 0 && goes_back(&path[i - 1..=i]))
+            .collect();
+        chunks::score(&rows, &backs, &self.question.phrases, w)
+    }
+}
+
+/// A path being walked: its steps and where it has got to.
+struct Walk {
+    steps: Vec<Step>,
+    frontier: Vec<u32>,
+    score: f32,
+}
+
+/// The paths from `topic` that bind, best first (ties: shorter first, then
+/// in step order).
+pub fn rank(
+    kg: &Kg<'_>,
+    topic: u32,
+    question: &Question,
+    steps: &StepVectors,
+    opts: &RankOptions,
+) -> Vec<RankedPath> {
+    let mut cache = SimCache {
+        question,
+        steps,
+        rows: Vec::new(),
+    };
+    let mut level = vec![Walk {
+        steps: Vec::new(),
+        frontier: vec![topic],
+        score: 0.0,
+    }];
+    let mut out = Vec::new();
+    for _ in 0..opts.max_hops {
+        let mut next = Vec::new();
+        for walk in &level {
+            let mut leaving = BTreeSet::new();
+            let back = walk.steps.last().map(|s| Step {
+                inverse: !s.inverse,
+                ..*s
+            });
+            for &n in &walk.frontier {
+                if walk.steps.is_empty() || !is_literal(kg, n) {
+                    steps_of(kg, n, &mut leaving);
+                } else if let Some(b) = back {
+                    leaving.insert(b);
+                }
+            }
+            for step in leaving {
+                if step.inverse && is_type(kg, step.relation)
+                    || walk.steps.last().is_some_and(|s| is_type(kg, s.relation))
+                {
+                    continue;
+                }
+                let mut path = walk.steps.clone();
+                path.push(step);
+                if doubles_back(&path) {
+                    continue;
+                }
+                let frontier = advance(kg, &walk.frontier, step, opts.frontier);
+                if frontier.is_empty() {
+                    continue;
+                }
+                let score = cache.score(&path, &opts.weights);
+                next.push(Walk {
+                    steps: path,
+                    frontier,
+                    score,
+                });
+            }
+        }
+        next.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.steps.cmp(&b.steps)));
+        out.extend(next.iter().map(|w| RankedPath {
+            steps: w.steps.clone(),
+            score: w.score,
+        }));
+        next.truncate(opts.beam);
+        level = next;
+    }
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(a.steps.len().cmp(&b.steps.len()))
+            .then(a.steps.cmp(&b.steps))
+    });
+    out
+}
+
+/// The relation names of a path (`pilot`, `homeworld_inv`).
+pub fn path_names(kg: &Kg<'_>, steps: &[Step]) -> Option<Vec<String>> {
+    steps
+        .iter()
+        .map(|s| {
+            let name = kg.relation_name(s.relation)?;
+            Some(if s.inverse {
+                format!("{name}{}", kgbox_query::bind::INVERSE_SUFFIX)
+            } else {
+                name.to_string()
+            })
+        })
+        .collect()
+}
+
+/// The steps of a chain of relation names, as the binder reads them
+/// (`homeworld_inv` is the inverse of `homeworld` unless the graph has a
+/// relation of that name).
+pub fn path_steps(kg: &Kg<'_>, names: &[&str]) -> Option<Vec<Step>> {
+    names
+        .iter()
+        .map(|n| {
+            if let Some(relation) = kg.relation_id(n) {
+                return Some(Step {
+                    relation,
+                    inverse: false,
+                });
+            }
+            let base = n.strip_suffix(kgbox_query::bind::INVERSE_SUFFIX)?;
+            Some(Step {
+                relation: kg.relation_id(base)?,
+                inverse: true,
+            })
+        })
+        .collect()
+}
+
+/// The score of a given path (a learned template's chain, say) against
+/// the question, as [`rank`] scores it.
+pub fn score_path(question: &Question, steps: &StepVectors, path: &[Step], w: &Weights) -> f32 {
+    let mut cache = SimCache {
+        question,
+        steps,
+        rows: Vec::new(),
+    };
+    cache.score(path, w)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,188 @@
+//! The path ranker on a small graph, with an encoder that knows a few
+//! words: each known word is one direction, anything else a shared one.
+
+use super::*;
+use crate::planner::{plan, PathRanker, PlanRequest, PlannerKind, Planners};
+use crate::question::Topic;
+use crate::rerank::test_graph::graph;
+
+/// Words and the direction each stands for; every other word is
+/// [`OTHER`] at a third of the weight.
+const VOCAB: &[(&str, usize)] = &[
+    ("pilot", 0),
+    ("pilots", 0),
+    ("flies", 0),
+    ("homeworld", 1),
+    ("home", 1),
+    ("planet", 1),
+    ("come", 1),
+    ("comes", 1),
+    ("film", 2),
+    ("films", 2),
+    ("type", 3),
+    ("species", 3),
+];
+const OTHER: usize = 7;
+const DIM: usize = 8;
+
+struct Words;
+
+impl Embedder for Words {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = vec![0.0f32; DIM];
+                for w in t.split_whitespace() {
+                    let w = w.to_lowercase();
+                    match VOCAB.iter().find(|(k, _)| *k == w) {
+                        Some(&(_, d)) => v[d] += 1.0,
+                        None => v[OTHER] += 0.3,
+                    }
+                }
+                unit(v)
+            })
+            .collect())
+    }
+    fn dim(&self) -> usize {
+        DIM
+    }
+}
+
+const TRIPLES: &[(&str, &str, &str)] = &[
+    ("Millennium Falcon", "pilot", "Han Solo"),
+    ("Millennium Falcon", "pilot", "Chewbacca"),
+    ("Millennium Falcon", "film", "A New Hope"),
+    ("X-wing", "pilot", "Luke Skywalker"),
+    ("Han Solo", "homeworld", "Corellia"),
+    ("Chewbacca", "homeworld", "Kashyyyk"),
+    ("Luke Skywalker", "homeworld", "Tatooine"),
+    ("Anakin Skywalker", "homeworld", "Tatooine"),
+    ("Han Solo", "type", "Human"),
+    ("Luke Skywalker", "type", "Human"),
+    ("Han Solo", "film", "A New Hope"),
+];
+
+/// The ranked paths of `question` (topic masked as `ENTITY`) from `topic`,
+/// as relation-name chains.
+fn ranked(question: &str, topic: &str) -> Vec<(String, f32)> {
+    graph(TRIPLES, |kg| {
+        let steps = StepVectors::build(kg, &Words).expect("steps");
+        let q = Question::new(question, "ENTITY", &Words).expect("question");
+        let t = kg.entity_id(topic).expect("topic");
+        rank(kg, t, &q, &steps, &RankOptions::default())
+            .into_iter()
+            .map(|r| {
+                let names = path_names(kg, &r.steps).expect("names");
+                (names.join(" -> "), r.score)
+            })
+            .collect()
+    })
+}
+
+#[test]
+fn a_second_hop_is_taken_for_words_the_first_leaves_unexplained() {
+    let r = ranked(
+        "where do the pilots of ENTITY come from?",
+        "Millennium Falcon",
+    );
+    assert_eq!(r[0].0, "pilot -> homeworld", "{r:?}");
+    let one = r.iter().find(|(p, _)| p == "pilot").expect("pilot");
+    assert!(r[0].1 > one.1);
+}
+
+#[test]
+fn a_question_of_one_hop_stays_one_hop() {
+    let r = ranked("who pilots ENTITY?", "Millennium Falcon");
+    assert_eq!(r[0].0, "pilot", "{r:?}");
+}
+
+#[test]
+fn others_of_the_same_kind_go_straight_back() {
+    let r = ranked(
+        "who else comes from ENTITY's home planet?",
+        "Luke Skywalker",
+    );
+    assert_eq!(r[0].0, "homeworld -> homeworld_inv", "{r:?}");
+}
+
+#[test]
+fn only_paths_that_bind_are_ranked_and_none_go_through_a_class() {
+    let r = ranked("what species are the pilots of ENTITY?", "X-wing");
+    assert!(r.iter().all(|(p, _)| p.starts_with("pilot")), "{r:?}");
+    assert!(r.iter().all(|(p, _)| !p.contains("type_inv")), "{r:?}");
+    assert_eq!(r[0].0, "pilot -> type", "{r:?}");
+}
+
+#[test]
+fn relations_read_as_their_names_and_their_descriptions_nouns() {
+    assert_eq!(
+        description_noun("the director of a film").as_deref(),
+        Some("director")
+    );
+    assert_eq!(
+        description_noun("an actor starring in a film").as_deref(),
+        Some("actor starring")
+    );
+    assert_eq!(description_noun("the year a film was released"), None);
+    graph(&[("a", "hasGenre", "b")], |kg| {
+        let r = kg.relation_id("hasGenre").expect("relation");
+        assert_eq!(relation_texts(kg, r), ["genre".to_string(), "genre".into()]);
+    });
+}
+
+#[test]
+fn chains_and_steps_round_trip() {
+    graph(TRIPLES, |kg| {
+        let steps = path_steps(kg, &["pilot", "homeworld_inv"]).expect("steps");
+        assert!(!steps[0].inverse && steps[1].inverse);
+        assert_eq!(
+            path_names(kg, &steps).expect("names"),
+            ["pilot", "homeworld_inv"]
+        );
+        assert!(path_steps(kg, &["pilot", "nowhere"]).is_none());
+    });
+}
+
+#[test]
+fn without_a_learned_planner_the_ranker_plans() {
+    graph(TRIPLES, |kg| {
+        let steps = StepVectors::build(kg, &Words).expect("steps");
+        let planners = Planners {
+            kg,
+            learned: None,
+            relvecs: None,
+            embedder: Some(&Words),
+            chat: None,
+            steps: Some(&steps),
+        };
+        let question = "where do the pilots of Millennium Falcon come from?";
+        let start = question.find("Millennium").expect("topic");
+        let topic = Topic {
+            entity: kg.entity_id("Millennium Falcon").expect("topic"),
+            name: "Millennium Falcon".into(),
+            mention: "Millennium Falcon".into(),
+            range: (start, start + "Millennium Falcon".len()),
+            probability: 1.0,
+            method: kgbox_query::link::Method::Exact,
+        };
+        let mut req = PlanRequest {
+            kind: PlannerKind::Learned,
+            question,
+            topic: Some(&topic),
+            linked: &[],
+            max_retries: 0,
+            samples: 1,
+            max_relations: 10,
+            fallback_below: 0.8,
+            paths: PathRanker::Auto,
+        };
+        let planned = plan(&planners, &req).expect("plan");
+        assert_eq!(planned.query, "\"Millennium Falcon\" -> pilot -> homeworld");
+        assert_eq!(planned.planner, PlannerKind::Zeroshot);
+        assert!(!planned.info.paths.is_empty());
+        // Off, with nothing else to plan with, it is an error that says so.
+        req.paths = PathRanker::Off;
+        assert!(plan(&planners, &req).is_err());
+    });
+}
