@@ -62,7 +62,7 @@ impl Default for RankOptions {
             beam: 48,
             frontier: 256,
             weights: Weights::default(),
-            learned_weight: 0.1,
+            learned_weight: 0.05,
         }
     }
 }
