@@ -155,9 +155,18 @@ impl Qa {
         self.steps
             .get_or_init(|| {
                 let embedder = self.embedder.as_deref()?;
-                StepVectors::build(kg, embedder)
+                let start = Instant::now();
+                let built = StepVectors::build(kg, embedder)
                     .map_err(|e| tracing::warn!(error = %e, "no path ranker: cannot embed the relations"))
-                    .ok()
+                    .ok();
+                if built.is_some() {
+                    tracing::info!(
+                        relations = kg.relation_count(),
+                        ms = start.elapsed().as_millis() as u64,
+                        "path ranker: relation texts embedded"
+                    );
+                }
+                built
             })
             .as_ref()
     }
@@ -248,7 +257,11 @@ impl Qa {
             learned: self.learned.as_ref(),
             relvecs: self.relvecs.as_ref(),
             embedder: self.embedder.as_deref(),
-            steps: self.step_vectors(&kg),
+            // Embedded only for a bundle whose questions the ranker plans.
+            steps: match cfg.planner.paths.mode(self.learned.as_ref()) {
+                kgbox_qa::planner::PathMode::Off => None,
+                _ => self.step_vectors(&kg),
+            },
             chat,
             stages: &stages,
             reranker: self.reranker.as_ref(),
