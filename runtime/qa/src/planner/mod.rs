@@ -446,7 +446,7 @@ fn plan_learned(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, 
         };
         let mut planned = learned_plan(learned, topic, &preds, embedding)?;
         if mode != PathMode::Off {
-            plan_paths(p, req, topic, Some((learned, &preds)), mode, &mut planned)?;
+            path_plan::replan(p, req, topic, Some((learned, &preds)), mode, &mut planned)?;
         }
         return Ok(planned);
     }
@@ -459,7 +459,7 @@ fn plan_learned(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, 
             question_vec: None,
             next: Vec::new(),
         };
-        plan_paths(p, req, topic, None, PathMode::Only, &mut planned)?;
+        path_plan::replan(p, req, topic, None, PathMode::Only, &mut planned)?;
         if !planned.query.is_empty() {
             return Ok(planned);
         }
@@ -488,40 +488,6 @@ fn plan_learned(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, 
         question_vec: Some(e),
         next: Vec::new(),
     })
-}
-
-/// Replaces `planned`'s query (and next ones) with the path ranker's best.
-fn plan_paths(
-    p: &Planners<'_, '_>,
-    req: &PlanRequest<'_>,
-    topic: &Topic,
-    learned: Option<(&LearnedPlanner, &[Prediction])>,
-    mode: PathMode,
-    planned: &mut Planned,
-) -> Result<(), PlanError> {
-    let (Some(steps), Some(embedder)) = (p.steps, p.embedder) else {
-        return Ok(());
-    };
-    let masked = mask(req.question, topic.range);
-    let question =
-        paths::Question::new(&masked, crate::question::MASK, embedder).map_err(PlanError::Embed)?;
-    let opts = paths::RankOptions::default();
-    let cands = path_plan::candidates(
-        p.kg,
-        (topic.entity, &topic.name),
-        &question,
-        steps,
-        learned,
-        mode,
-        &opts,
-    );
-    if let Some((best, next)) = path_plan::split(&cands) {
-        planned.query = best.query;
-        planned.keep_anchors = best.keep_anchors;
-        planned.next = next;
-        planned.info.paths = path_plan::shown(&cands);
-    }
-    Ok(())
 }
 
 /// `learned+llm` / `learned+local`: the learned plan when it is sure,

@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use super::guided::chain_query;
 use super::paths::{self, Question, RankOptions, StepVectors};
-use super::{LearnedPlanner, NextQuery, Prediction};
+use super::{LearnedPlanner, NextQuery, PlanError, PlanRequest, Planned, Planners, Prediction};
+use crate::question::{mask, Topic, MASK};
 use kgbox_bundle::Kg;
 
 /// The least learned probability a candidate is scored with.
@@ -174,7 +175,7 @@ pub fn candidates(
 }
 
 /// The best candidate's query and keep-anchors policy, and the next ones.
-pub fn split(cands: &[PathCandidate]) -> Option<(NextQuery, Vec<NextQuery>)> {
+fn split(cands: &[PathCandidate]) -> Option<(NextQuery, Vec<NextQuery>)> {
     let mut it = cands.iter().map(|c| NextQuery {
         query: c.query.clone(),
         keep_anchors: c.keep_anchors,
@@ -184,6 +185,40 @@ pub fn split(cands: &[PathCandidate]) -> Option<(NextQuery, Vec<NextQuery>)> {
 }
 
 /// The candidates shown in the plan's report.
-pub fn shown(cands: &[PathCandidate]) -> Vec<PathCandidate> {
+fn shown(cands: &[PathCandidate]) -> Vec<PathCandidate> {
     cands.iter().take(SHOWN).cloned().collect()
+}
+
+/// Replaces `planned`'s query (and next ones) with the best candidate
+/// (nothing without the encoder or the relations' vectors, or when no
+/// path binds).
+pub(super) fn replan(
+    p: &Planners<'_, '_>,
+    req: &PlanRequest<'_>,
+    topic: &Topic,
+    learned: Option<(&LearnedPlanner, &[Prediction])>,
+    mode: PathMode,
+    planned: &mut Planned,
+) -> Result<(), PlanError> {
+    let (Some(steps), Some(embedder)) = (p.steps, p.embedder) else {
+        return Ok(());
+    };
+    let masked = mask(req.question, topic.range);
+    let question = Question::new(&masked, MASK, embedder).map_err(PlanError::Embed)?;
+    let cands = candidates(
+        p.kg,
+        (topic.entity, &topic.name),
+        &question,
+        steps,
+        learned,
+        mode,
+        &RankOptions::default(),
+    );
+    if let Some((best, next)) = split(&cands) {
+        planned.query = best.query;
+        planned.keep_anchors = best.keep_anchors;
+        planned.next = next;
+        planned.info.paths = shown(&cands);
+    }
+    Ok(())
 }
