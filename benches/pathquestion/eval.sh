@@ -17,6 +17,9 @@
 #   RERANK=0                    1: also train the answer reranker (models/reranker) on RERANK_N=3000
 #                               training questions, pack it, and report the eval with and without
 #                               it; RERANK_PYTHON names a python3 with its requirements
+#   ZERO_SHOT=0                 1: pack with no example questions (the packager synthesises the
+#                               planner's questions from the graph; needs ENCODER=1); the same
+#                               test lines are scored
 #   LIMIT=0                     score only the first LIMIT test questions (0: all)
 #   TEST_EVERY=5                line i is a test line iff i % TEST_EVERY == 0
 #   WORK=(mktemp -d)            keys, examples, test file and bundle; a mktemp folder is removed
@@ -79,7 +82,14 @@ TRAINED=$(wc -l <"$WORK/$SET-train.tsv")
 TRAINED=${TRAINED//[[:space:]]/}
 [[ -s $WORK/$SET-test.tsv ]] || die "no test lines in $SET_FILE"
 
-qa_pack_eval pathquestion-eval "$WORK/$SET-train.tsv" "$WORK/$SET-test.tsv" pathquestion "$SET test split"
+EXAMPLES=$WORK/$SET-train.tsv
+if [[ ${ZERO_SHOT:-0} == 1 ]]; then
+  [[ $ENCODER == 1 ]] || die "ZERO_SHOT=1 needs ENCODER=1 (the packager synthesises questions with --embed)"
+  EXAMPLES=
+  TRAINED=0
+  log "ZERO_SHOT=1: no example questions; the planner is trained on questions synthesised from the graph"
+fi
+qa_pack_eval pathquestion-eval "$EXAMPLES" "$WORK/$SET-test.tsv" pathquestion "$SET test split"
 
 python3 - "$last" "$SET" "$KB_NAME" "$SET.txt (test split: line index % $TEST_EVERY == 0)" "$EXECUTOR" "$TRAINED" <<'PY'
 import json, sys

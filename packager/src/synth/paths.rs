@@ -17,36 +17,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use kgbox_bundle::Kg;
 use kgbox_qa::rng::SplitMix64;
-use kgbox_query::bind::INVERSE_SUFFIX;
 
-/// A relation followed in one direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Step {
-    pub relation: u32,
-    /// Against the edges (tail to head): the DSL's `_inv`.
-    pub inverse: bool,
-}
-
-impl Step {
-    /// The step as the DSL names it (`directed_by`, `directed_by_inv`).
-    pub fn name(&self, kg: &Kg<'_>) -> Option<String> {
-        let name = kg.relation_name(self.relation)?;
-        Some(if self.inverse {
-            format!("{name}{INVERSE_SUFFIX}")
-        } else {
-            name.to_string()
-        })
-    }
-
-    /// The entities one step from `node`.
-    pub fn neighbours<'a>(&self, kg: &Kg<'a>, node: u32) -> &'a [u32] {
-        if self.inverse {
-            kg.inc.neighbours(node, self.relation)
-        } else {
-            kg.out.neighbours(node, self.relation)
-        }
-    }
-}
+pub use kgbox_qa::planner::paths::Step;
+use kgbox_qa::planner::paths::{doubles_back, is_literal, steps_of};
 
 /// How paths are found.
 #[derive(Debug, Clone)]
@@ -125,23 +98,6 @@ pub fn follow(kg: &Kg<'_>, topic: u32, steps: &[Step], cap: usize) -> Option<Vec
     Some(frontier)
 }
 
-/// The distinct steps leaving `node`.
-fn steps_of(kg: &Kg<'_>, node: u32, out: &mut BTreeSet<Step>) {
-    for (csr, inverse) in [(&kg.out, false), (&kg.inc, true)] {
-        let (rels, _) = csr.edges(node);
-        let mut prev = None;
-        for &r in rels {
-            if prev != Some(r) {
-                out.insert(Step {
-                    relation: r,
-                    inverse,
-                });
-                prev = Some(r);
-            }
-        }
-    }
-}
-
 /// Up to `per_step` topics for each first step, sampled evenly from at
 /// most `max_scan` entities spread over the graph (reservoir sampling).
 fn sample_topics(
@@ -183,22 +139,6 @@ struct Walk {
     steps: Vec<Step>,
     sampled: usize,
     frontiers: Vec<(u32, Vec<u32>)>,
-}
-
-/// Whether `node` is a literal value of an RDF graph (no IRI, no edges
-/// out): a good topic for "which films came out in 1999", but nobody asks
-/// about "the directors of the films of the people born on 1950-03-02". A
-/// graph without IRIs (TSV) does not tell, and every node may start a path.
-fn is_literal(kg: &Kg<'_>, node: u32) -> bool {
-    kg.has_iris() && kg.out.degree(node) == 0 && kg.entity_iri(node).is_none()
-}
-
-/// Whether the path goes there, back and there again (`r, r_inv, r`): its
-/// answers are mostly the first step's, a question nobody asks that way.
-fn doubles_back(steps: &[Step]) -> bool {
-    steps
-        .windows(3)
-        .any(|w| w[0] == w[2] && w[1].relation == w[0].relation && w[1].inverse != w[0].inverse)
 }
 
 /// The graph's question paths, shorter first, then in turns over their

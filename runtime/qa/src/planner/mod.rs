@@ -307,15 +307,10 @@ pub fn starting_at(kg: &Kg<'_>, entity: u32, preds: Vec<Prediction>) -> Vec<Pred
         let Some(first) = pr.template.chain().and_then(|c| c.first().copied()) else {
             return true;
         };
-        let (name, inverse) = match first.strip_suffix(kgbox_query::bind::INVERSE_SUFFIX) {
-            Some(base) if kg.relation_id(first).is_none() => (base, true),
-            _ => (first, false),
-        };
-        let Some(r) = kg.relation_id(name) else {
-            return false;
-        };
-        let csr = if inverse { &kg.inc } else { &kg.out };
-        !csr.neighbours(entity, r).is_empty()
+        match paths::path_steps(kg, &[first]).as_deref() {
+            Some([step]) => !step.neighbours(kg, entity).is_empty(),
+            _ => false,
+        }
     };
     let kept: Vec<Prediction> = preds.iter().filter(|pr| starts(pr)).cloned().collect();
     let total: f32 = kept.iter().map(|pr| pr.probability).sum();

@@ -30,7 +30,29 @@ use chunks::{Phrases, Weights};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Step {
     pub relation: u32,
+    /// Against the edges (tail to head): the DSL's `_inv`.
     pub inverse: bool,
+}
+
+impl Step {
+    /// The step as the DSL names it (`directed_by`, `directed_by_inv`).
+    pub fn name(&self, kg: &Kg<'_>) -> Option<String> {
+        let name = kg.relation_name(self.relation)?;
+        Some(if self.inverse {
+            format!("{name}{}", kgbox_query::bind::INVERSE_SUFFIX)
+        } else {
+            name.to_string()
+        })
+    }
+
+    /// The entities one step from `node`.
+    pub fn neighbours<'a>(&self, kg: &Kg<'a>, node: u32) -> &'a [u32] {
+        if self.inverse {
+            kg.inc.neighbours(node, self.relation)
+        } else {
+            kg.out.neighbours(node, self.relation)
+        }
+    }
 }
 
 /// A path from the topic and its score.
@@ -180,12 +202,12 @@ impl StepVectors {
 /// Whether `node` is a literal value of an RDF graph (no IRI, no edges
 /// out). A path goes on from one only straight back ("the films released
 /// the same year as X").
-fn is_literal(kg: &Kg<'_>, node: u32) -> bool {
+pub fn is_literal(kg: &Kg<'_>, node: u32) -> bool {
     kg.has_iris() && kg.out.degree(node) == 0 && kg.entity_iri(node).is_none()
 }
 
 /// The steps that leave `node`.
-fn steps_of(kg: &Kg<'_>, node: u32, out: &mut BTreeSet<Step>) {
+pub fn steps_of(kg: &Kg<'_>, node: u32, out: &mut BTreeSet<Step>) {
     for (csr, inverse) in [(&kg.out, false), (&kg.inc, true)] {
         for &relation in csr.edges(node).0 {
             out.insert(Step { relation, inverse });
@@ -195,10 +217,9 @@ fn steps_of(kg: &Kg<'_>, node: u32, out: &mut BTreeSet<Step>) {
 
 /// Where `step` leads from `frontier`: distinct nodes, the first `cap`.
 fn advance(kg: &Kg<'_>, frontier: &[u32], step: Step, cap: usize) -> Vec<u32> {
-    let csr = if step.inverse { &kg.inc } else { &kg.out };
     let mut seen = BTreeSet::new();
     for &n in frontier {
-        for &m in csr.neighbours(n, step.relation) {
+        for &m in step.neighbours(kg, n) {
             seen.insert(m);
             if seen.len() >= cap {
                 return seen.into_iter().collect();
@@ -218,7 +239,7 @@ fn goes_back(steps: &[Step]) -> bool {
 
 /// Whether the path goes there, back and there again (`r, r_inv, r`): its
 /// answers are mostly the first step's, a question nobody asks that way.
-fn doubles_back(steps: &[Step]) -> bool {
+pub fn doubles_back(steps: &[Step]) -> bool {
     steps.windows(3).any(|w| w[0] == w[2] && goes_back(&w[..2]))
 }
 
@@ -373,17 +394,7 @@ pub fn rank(
 
 /// The relation names of a path (`pilot`, `homeworld_inv`).
 pub fn path_names(kg: &Kg<'_>, steps: &[Step]) -> Option<Vec<String>> {
-    steps
-        .iter()
-        .map(|s| {
-            let name = kg.relation_name(s.relation)?;
-            Some(if s.inverse {
-                format!("{name}{}", kgbox_query::bind::INVERSE_SUFFIX)
-            } else {
-                name.to_string()
-            })
-        })
-        .collect()
+    steps.iter().map(|s| s.name(kg)).collect()
 }
 
 /// The steps of a chain of relation names, as the binder reads them
