@@ -497,6 +497,48 @@ def avoided_topics(path):
     return topics
 
 
+def sample(graph, rng, phrases, used, max_answers, me):
+    """PER_HOP questions per hop: phrasings round-robin over `phrases`' path
+    types ([`plan`]), each with a topic not in `used` (which grows) that has
+    1..max_answers answers. Rows of (hop, phrasing, topic, path, answers)."""
+    by_hop = plan(rng, phrases)
+    rows = []
+    for hop in (1, 2, 3):
+        pairs = by_hop[hop]
+        for i in range(PER_HOP):
+            path, ph = pairs[i % len(pairs)]
+            starts = sorted(graph[path[0]].keys())
+            for _ in range(1000):
+                topic = rng.choice(starts)
+                if topic in used or "[" in topic or "]" in topic or "|" in topic:
+                    continue
+                answers = traverse(graph, topic, path)
+                if 0 < len(answers) <= max_answers:
+                    break
+            else:
+                sys.exit(f"{me}: no topic with 1..{max_answers} answers for {path}")
+            used.add(topic)
+            rows.append((hop, ph, topic, path, sorted(answers)))
+    return rows
+
+
+def write(out, rows, me):
+    """OUT/bracketed.txt, OUT/plain.txt and OUT/paths.tsv from `rows`."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "bracketed.txt", "w", encoding="utf-8") as b, \
+            open(out / "plain.txt", "w", encoding="utf-8") as p, \
+            open(out / "paths.tsv", "w", encoding="utf-8") as t:
+        t.write("# hop\tquestion\ttopic\tpath\n")
+        for hop, ph, topic, path, answers in rows:
+            ans = "|".join(answers)
+            b.write(f"{ph.format(e='[' + topic + ']')}\t{ans}\n")
+            p.write(f"{ph.format(e=topic)}\t{ans}\n")
+            t.write(f"{hop}\t{ph.format(e='[' + topic + ']')}\t{topic}\t{' -> '.join(path)}\n")
+    counts = collections.Counter(r[0] for r in rows)
+    print(f"{me}: wrote {len(rows)} questions to {out} "
+          f"(1-hop {counts[1]}, 2-hop {counts[2]}, 3-hop {counts[3]})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kb", required=True, help="MetaQA kb.tsv (head<TAB>relation<TAB>tail lines)")
@@ -509,40 +551,8 @@ def main():
     if not graph:
         sys.exit(f"freeform_b.py: no head<TAB>relation<TAB>tail lines in {args.kb}")
     rng = random.Random(args.seed)
-    by_hop = plan(rng, PHRASES_B)
-    rows = []
-    used = avoided_topics(args.avoid)
-    for hop in (1, 2, 3):
-        pairs = by_hop[hop]
-        for i in range(PER_HOP):
-            path, ph = pairs[i % len(pairs)]
-            starts = sorted(graph[path[0]].keys())
-            for _ in range(1000):
-                topic = rng.choice(starts)
-                if topic in used or "[" in topic or "]" in topic or "|" in topic:
-                    continue
-                answers = traverse(graph, topic, path)
-                if 0 < len(answers) <= args.max_answers:
-                    break
-            else:
-                sys.exit(f"freeform_b.py: no topic with 1..{args.max_answers} answers for {path}")
-            used.add(topic)
-            rows.append((hop, ph, topic, path, sorted(answers)))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "bracketed.txt", "w", encoding="utf-8") as b, \
-            open(out / "plain.txt", "w", encoding="utf-8") as p, \
-            open(out / "paths.tsv", "w", encoding="utf-8") as t:
-        t.write("# hop\tquestion\ttopic\tpath\n")
-        for hop, ph, topic, path, answers in rows:
-            ans = "|".join(answers)
-            b.write(f"{ph.format(e='[' + topic + ']')}\t{ans}\n")
-            p.write(f"{ph.format(e=topic)}\t{ans}\n")
-            t.write(f"{hop}\t{ph.format(e='[' + topic + ']')}\t{topic}\t{' -> '.join(path)}\n")
-    counts = collections.Counter(r[0] for r in rows)
-    print(f"freeform_b.py: wrote {len(rows)} questions to {out} "
-          f"(1-hop {counts[1]}, 2-hop {counts[2]}, 3-hop {counts[3]})")
-
+    rows = sample(graph, rng, PHRASES_B, avoided_topics(args.avoid), args.max_answers, "freeform_b.py")
+    write(Path(args.out), rows, "freeform_b.py")
 
 if __name__ == "__main__":
     main()
