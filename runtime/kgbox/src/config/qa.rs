@@ -16,11 +16,14 @@ pub struct PlannerConfig {
     /// is unsure).
     pub kind: kgbox_qa::PlannerKind,
     /// learned+llm / learned+local: ask the LLM when the learned planner's
-    /// best template has a lower probability than this (0..1).
+    /// best template has a lower probability than this (0..1); with
+    /// `paths = auto` and a planner trained on examples, weigh the path
+    /// ranker in below it.
     pub fallback_below: f32,
     /// The path ranker (relation paths from the topic, scored against the
-    /// question): auto (with a planner packed without examples, or none),
-    /// on, or off.
+    /// question): auto (with a planner packed without examples, or none,
+    /// and with one trained on examples below `fallback_below`), on, or
+    /// off.
     pub paths: kgbox_qa::planner::PathRanker,
     /// Final answers per question.
     pub top_k: usize,

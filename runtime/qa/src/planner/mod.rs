@@ -174,7 +174,8 @@ pub struct PlanRequest<'a> {
     pub max_relations: usize,
     /// `learned+llm` / `learned+local`: the LLM is asked when the learned
     /// planner's best template has a lower probability than this (1:
-    /// always).
+    /// always). With [`PathMode::Unsure`], the path ranker is weighed in
+    /// below it.
     pub fallback_below: f32,
     /// When the path ranker plans ([`path_plan`]).
     pub paths: PathRanker,
@@ -440,7 +441,10 @@ fn plan_learned(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, 
             None => preds,
         };
         let mut planned = learned_plan(learned, topic, &preds, embedding)?;
-        if mode != PathMode::Off {
+        let sure = preds
+            .first()
+            .is_some_and(|b| b.probability >= req.fallback_below);
+        if mode == PathMode::Mix || mode == PathMode::Unsure && !sure {
             path_plan::replan(p, req, topic, Some((learned, &preds)), mode, &mut planned)?;
         }
         return Ok(planned);

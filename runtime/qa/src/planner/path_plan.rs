@@ -43,9 +43,10 @@ pub struct PathCandidate {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PathRanker {
-    /// With a planner trained on questions synthesised from the graph
-    /// (packed without examples), or with no learned planner; not with one
-    /// trained on the operator's examples.
+    /// Weighed with a planner trained on questions synthesised from the
+    /// graph (packed without examples), alone with no learned planner, and
+    /// with one trained on the operator's examples only when it is unsure
+    /// (its best template below `planner.fallback_below`).
     #[default]
     Auto,
     /// Always (with the encoder loaded).
@@ -87,7 +88,7 @@ impl PathRanker {
             (_, None) => PathMode::Only,
             (PathRanker::On, Some(_)) => PathMode::Mix,
             (PathRanker::Auto, Some(l)) if l.meta.demo_weight > 0.0 => PathMode::Mix,
-            (PathRanker::Auto, Some(_)) => PathMode::Off,
+            (PathRanker::Auto, Some(_)) => PathMode::Unsure,
         }
     }
 }
@@ -101,6 +102,9 @@ pub enum PathMode {
     Only,
     /// Both, weighed together.
     Mix,
+    /// Both, weighed together, when the learned planner is unsure; else
+    /// the learned planner alone.
+    Unsure,
 }
 
 /// Chooses among the ranker's paths and the learned `preds` (already
@@ -118,7 +122,7 @@ pub fn candidates(
     let ranked = paths::rank(kg, entity, question, steps, opts);
     let mut out: Vec<PathCandidate> = Vec::new();
     let preds = match (mode, learned) {
-        (PathMode::Mix, Some((_, preds))) => preds,
+        (PathMode::Mix | PathMode::Unsure, Some((_, preds))) => preds,
         _ => &[],
     };
     let prob_of = |query: &str| -> Option<(f32, bool)> {
@@ -129,7 +133,7 @@ pub fn candidates(
             .map(|p| (p.probability, planner.keeps_anchors(p.class)))
     };
     let weigh = |path_score: f32, learned: Option<f32>| match mode {
-        PathMode::Mix => {
+        PathMode::Mix | PathMode::Unsure => {
             path_score + opts.learned_weight * learned.unwrap_or(0.0).max(LEARNED_FLOOR).ln()
         }
         _ => path_score,

@@ -38,6 +38,44 @@ pub struct Phrases {
     pub same: bool,
     /// The topic's word position (the mask's), when the question has it.
     pub topic: Option<usize>,
+    /// What the question says of its answer's type.
+    pub answer: AnswerCue,
+}
+
+/// What a question says of the type of its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerCue {
+    /// Nothing ("list the people [X] acted with").
+    Free,
+    /// The word at this position, right after "what" or "which" ("what
+    /// *films* did [X] write"): the answer's type is named there, and
+    /// only there.
+    Head(usize),
+    /// "who", "whom", "where", "when": the question names no type, and a
+    /// type word in it is another node's ("who acted in the *movie* [X]").
+    Untyped,
+}
+
+/// Words that ask for the answer, naming its type in the next word.
+const WHICH: &[&str] = &["what", "which"];
+/// Words that ask for the answer without naming its type.
+const UNTYPED: &[&str] = &["when", "where", "who", "whom"];
+
+/// What `words` say of the answer's type: the first question word
+/// decides.
+fn answer_cue(words: &[String], mask: &str) -> AnswerCue {
+    for (i, w) in words.iter().enumerate() {
+        if UNTYPED.contains(&w.as_str()) {
+            return AnswerCue::Untyped;
+        }
+        if WHICH.contains(&w.as_str()) {
+            return match words.get(i + 1) {
+                Some(next) if next != mask && !is_stop(next) => AnswerCue::Head(i + 1),
+                _ => AnswerCue::Free,
+            };
+        }
+    }
+    AnswerCue::Free
 }
 
 fn is_stop(w: &str) -> bool {
@@ -61,6 +99,7 @@ pub fn phrases(masked: &str, mask: &str) -> Phrases {
         content: Vec::new(),
         same: words.iter().any(|w| SAME.contains(&w.as_str())),
         topic: words.iter().position(|w| *w == mask),
+        answer: answer_cue(&words, &mask),
     };
     for (i, w) in words.iter().enumerate() {
         if *w != mask && !is_stop(w) {
@@ -105,6 +144,12 @@ pub struct Weights {
     pub coverage: f32,
     /// Subtracted per word-order fault ([`order_faults`]).
     pub order_cost: f32,
+    /// Weight of a node's type matching a phrase of its own ("what *films*
+    /// did [X] write": the films written by X, not their genres), by how
+    /// far its cosine is above [`Weights::type_floor`].
+    pub type_match: f32,
+    /// Cosine a phrase must pass to name a node's type.
+    pub type_floor: f32,
 }
 
 impl Default for Weights {
@@ -114,6 +159,8 @@ impl Default for Weights {
             extra_step_cost: 0.25,
             coverage: 0.3,
             order_cost: 0.15,
+            type_match: 1.0,
+            type_floor: 0.5,
         }
     }
 }
@@ -176,7 +223,14 @@ fn order_faults(taken: &[Option<&Range<usize>>], topic: Option<usize>) -> usize 
 /// may share the previous step's phrase when the question asks for the
 /// same ([`Phrases::same`]): "the films that *share screenwriters* with
 /// [X]" is `written_by -> written_by_inv`.
-pub fn score(sims: &[&[f32]], back: &[bool], p: &Phrases, w: &Weights) -> f32 {
+///
+/// `types[k]` holds each phrase's cosine to the type of the path's node
+/// `k` (0: the topic; `film` for what `written_by_inv` reaches,
+/// `director` for what `directed_by` reaches). Once the steps have their
+/// phrases, the nodes take phrases of their own too, best match first,
+/// each adding [`Weights::type_match`] times its cosine above
+/// [`Weights::type_floor`]; their words count as explained.
+pub fn score(sims: &[&[f32]], back: &[bool], types: &[&[f32]], p: &Phrases, w: &Weights) -> f32 {
     let choices: Vec<Vec<(usize, f32)>> = sims
         .iter()
         .map(|row| {
@@ -193,9 +247,23 @@ pub fn score(sims: &[&[f32]], back: &[bool], p: &Phrases, w: &Weights) -> f32 {
         .enumerate()
         .map(|(i, row)| (p.same && back.get(i).copied().unwrap_or(false)).then_some(*row))
         .collect();
+    // (gain, node, phrase), best first.
+    let mut named: Vec<(f32, usize, usize)> = types
+        .iter()
+        .enumerate()
+        .flat_map(|(k, row)| {
+            row.iter()
+                .enumerate()
+                .filter(|&(_, &s)| s > w.type_floor)
+                .map(move |(j, &s)| (w.type_match * (s - w.type_floor), k, j))
+        })
+        .collect();
+    named.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
     let ctx = Search {
         choices: &choices,
         shared: &shared,
+        named: &named,
+        named_nodes: types.len(),
         p,
         w,
     };
@@ -208,11 +276,65 @@ struct Search<'a> {
     choices: &'a [Vec<(usize, f32)>],
     /// Per step: its cosines, when it may share the previous step's phrase.
     shared: &'a [Option<&'a [f32]>],
+    /// The phrases that may name a node's type: (gain, node, phrase), best
+    /// first.
+    named: &'a [(f32, usize, usize)],
+    /// Nodes of the path (the last is the answer).
+    named_nodes: usize,
     p: &'a Phrases,
     w: &'a Weights,
 }
 
 impl<'a> Search<'a> {
+    /// [`Weights::coverage`] times the share of content words that the
+    /// steps' phrases and `extra` cover.
+    fn coverage(&self, taken: &[Option<&Range<usize>>], extra: &[&Range<usize>]) -> f32 {
+        let content = &self.p.content;
+        if content.is_empty() {
+            return 0.0;
+        }
+        let covered = content
+            .iter()
+            .filter(|&&c| taken.iter().flatten().chain(extra).any(|u| u.contains(&c)))
+            .count();
+        self.w.coverage * covered as f32 / content.len() as f32
+    }
+
+    /// The nodes' phrases once the steps have theirs (`taken`): best
+    /// match first, one per node, none overlapping another. Their gain
+    /// and spans.
+    fn types_named(&self, taken: &[Option<&'a Range<usize>>]) -> (f32, Vec<&'a Range<usize>>) {
+        let mut gain = 0.0;
+        let mut spans: Vec<&Range<usize>> = Vec::new();
+        let mut nodes: Vec<usize> = Vec::new();
+        let answer = self.named_nodes.saturating_sub(1);
+        for &(g, k, j) in self.named {
+            let Some(span) = self.p.spans.get(j) else {
+                continue;
+            };
+            let fits = match self.p.answer {
+                AnswerCue::Free => true,
+                AnswerCue::Head(h) if k == answer => span.start == h,
+                AnswerCue::Head(h) => !span.contains(&h),
+                AnswerCue::Untyped => k != answer,
+            };
+            if !fits
+                || nodes.contains(&k)
+                || taken
+                    .iter()
+                    .flatten()
+                    .chain(&spans)
+                    .any(|u| overlaps(u, span))
+            {
+                continue;
+            }
+            gain += g;
+            spans.push(span);
+            nodes.push(k);
+        }
+        (gain, spans)
+    }
+
     /// Tries every choice of step `taken.len()` onwards; `gained` is the
     /// sum of the cosines so far.
     fn run(&self, taken: &mut Vec<Option<&'a Range<usize>>>, gained: f32, best: &mut f32) {
@@ -220,16 +342,9 @@ impl<'a> Search<'a> {
         let i = taken.len();
         let Some(options) = self.choices.get(i) else {
             let faults = order_faults(taken, p.topic);
-            let mut total = gained - w.order_cost * faults as f32;
-            if !p.content.is_empty() {
-                let covered = p
-                    .content
-                    .iter()
-                    .filter(|&&c| taken.iter().flatten().any(|u| u.contains(&c)))
-                    .count();
-                total += w.coverage * covered as f32 / p.content.len() as f32;
-            }
-            *best = best.max(total);
+            let (gain, typed) = self.types_named(taken);
+            let total = gained + gain - w.order_cost * faults as f32;
+            *best = best.max(total + self.coverage(taken, &typed));
             return;
         };
         for &(j, s) in options {
@@ -287,6 +402,7 @@ mod tests {
             content: vec![0, 1],
             same: false,
             topic: None,
+            answer: AnswerCue::Free,
         }
     }
 
@@ -297,6 +413,8 @@ mod tests {
             extra_step_cost: 0.0,
             coverage,
             order_cost: 0.0,
+            type_match: 0.0,
+            type_floor: 1.0,
         }
     }
 
@@ -308,14 +426,14 @@ mod tests {
         // phrase.
         let a = [0.9, 0.2];
         let b = [0.8, 0.5];
-        let two = score(&[&a, &b], &[false, false], &p, &w);
+        let two = score(&[&a, &b], &[false, false], &[], &p, &w);
         assert!((two - (0.9 + 0.5 - 0.6)).abs() < 1e-6, "{two}");
         // One step that matches pays once.
-        let one = score(&[&a], &[false], &p, &w);
+        let one = score(&[&a], &[false], &[], &p, &w);
         assert!((one - 0.6).abs() < 1e-6);
         // A second step that matches nothing well costs more than it gains.
         let c = [0.1, 0.1];
-        assert!(score(&[&a, &c], &[false, false], &p, &w) < one);
+        assert!(score(&[&a, &c], &[false, false], &[], &p, &w) < one);
         assert!(two > one);
     }
 
@@ -325,8 +443,8 @@ mod tests {
         let w = weights(0.0, 1.0);
         let a = [0.5, 0.0];
         let b = [0.0, 0.5];
-        assert!((score(&[&a], &[false], &p, &w) - 1.0).abs() < 1e-6);
-        assert!((score(&[&a, &b], &[false, false], &p, &w) - 2.0).abs() < 1e-6);
+        assert!((score(&[&a], &[false], &[], &p, &w) - 1.0).abs() < 1e-6);
+        assert!((score(&[&a, &b], &[false, false], &[], &p, &w) - 2.0).abs() < 1e-6);
     }
 
     #[test]
@@ -335,11 +453,57 @@ mod tests {
         let w = weights(0.0, 0.0);
         // Both steps match only "pilots".
         let a = [0.9, 0.0];
-        assert!((score(&[&a, &a], &[false, true], &p, &w) - 0.9).abs() < 1e-6);
+        assert!((score(&[&a, &a], &[false, true], &[], &p, &w) - 0.9).abs() < 1e-6);
         p.same = true;
-        assert!((score(&[&a, &a], &[false, true], &p, &w) - 1.8).abs() < 1e-6);
+        assert!((score(&[&a, &a], &[false, true], &[], &p, &w) - 1.8).abs() < 1e-6);
         // Not for a step that does not go back.
-        assert!((score(&[&a, &a], &[false, false], &p, &w) - 0.9).abs() < 1e-6);
+        assert!((score(&[&a, &a], &[false, false], &[], &p, &w) - 0.9).abs() < 1e-6);
+    }
+
+    #[test]
+    fn what_which_who_say_what_the_answer_is() {
+        let cue = |q: &str| phrases(q, "ENTITY").answer;
+        assert_eq!(cue("what films did ENTITY write"), AnswerCue::Head(1));
+        assert_eq!(cue("ENTITY directed which movies"), AnswerCue::Head(3));
+        assert_eq!(cue("who acted in the movie ENTITY"), AnswerCue::Untyped);
+        assert_eq!(cue("what is the genre of ENTITY"), AnswerCue::Free);
+        assert_eq!(cue("list the films ENTITY wrote"), AnswerCue::Free);
+    }
+
+    #[test]
+    fn nodes_take_phrases_the_steps_leave() {
+        // "films written": one step that matches "written"; the path's
+        // nodes are the topic (row 0) and the answer (row 1).
+        let mut p = Phrases {
+            texts: vec!["films".into(), "written".into()],
+            spans: vec![0..1, 1..2],
+            content: vec![0, 1],
+            same: false,
+            topic: None,
+            answer: AnswerCue::Free,
+        };
+        let w = Weights {
+            type_match: 1.0,
+            type_floor: 0.5,
+            ..weights(0.0, 0.0)
+        };
+        let step = [0.2, 0.9];
+        let none = [0.0, 0.0];
+        let films = [0.9, 0.1];
+        let at = |types: &[&[f32]], p: &Phrases| score(&[&step], &[false], types, p, &w);
+        // The answer's type names "films": 0.9 + (0.9 - 0.5).
+        assert!((at(&[&none, &films], &p) - 1.3).abs() < 1e-6);
+        // Not a phrase the step took.
+        assert!((at(&[&none, &[0.1, 0.95]], &p) - 0.9).abs() < 1e-6);
+        // After "what", the answer's type is named right there only.
+        p.answer = AnswerCue::Head(1);
+        assert!((at(&[&none, &films], &p) - 0.9).abs() < 1e-6);
+        p.answer = AnswerCue::Head(0);
+        assert!((at(&[&none, &films], &p) - 1.3).abs() < 1e-6);
+        // After "who", a type word is another node's.
+        p.answer = AnswerCue::Untyped;
+        assert!((at(&[&none, &films], &p) - 0.9).abs() < 1e-6);
+        assert!((at(&[&films, &none], &p) - 1.3).abs() < 1e-6);
     }
 
     #[test]

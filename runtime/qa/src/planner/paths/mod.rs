@@ -17,14 +17,15 @@
 //! the work grows with the beam, not with the graph.
 
 pub mod chunks;
+mod relation_words;
 
 use std::collections::BTreeSet;
 
 use kgbox_bundle::Kg;
 
-use crate::words::split_words;
 use crate::Embedder;
 use chunks::{Phrases, Weights};
+pub use relation_words::{end_types, is_type, relation_domain, relation_texts};
 
 /// One step of a path: a relation, followed forward or backward.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -89,65 +90,20 @@ impl Default for RankOptions {
     }
 }
 
-/// Two unit-length vectors per relation, of its name's words and of its
-/// description's noun ([`relation_texts`]), made by the bundle's encoder
-/// when first needed.
+/// Four unit-length vectors per relation: its name's words and its
+/// description's noun ([`relation_texts`]), and the types of its subjects
+/// and objects ([`end_types`]; zero where none is known). Made by the
+/// bundle's encoder when first needed.
 #[derive(Debug, Clone)]
 pub struct StepVectors {
     dim: usize,
     vecs: Vec<f32>,
 }
 
+/// Vectors per relation in [`StepVectors`].
+const PER_RELATION: usize = 4;
 /// Texts embedded in one call at most.
 const BATCH: usize = 64;
-/// Words a name starts with that say nothing of the relation (`has genre`).
-const LEADING: &[&str] = &["has", "have", "is", "was", "hasa"];
-/// Prepositions that end a description's noun ("the director *of* a film").
-const PREPOSITIONS: &[&str] = &["about", "by", "for", "from", "in", "of", "on", "with"];
-const ARTICLES: &[&str] = &["a", "an", "the"];
-
-/// What relation `r` is called, as two texts to match phrases against:
-/// its name's words without a leading `has`/`is` (`has_genre` → `genre`,
-/// `averageHeight` → `average height`), and its description's noun (`the
-/// director of a film` → `director`), or the name again when the
-/// description does not read `NOUN PREPOSITION ARTICLE ...`. The
-/// description's domain ("a film") is left out: it names what the path
-/// starts from, and would match every "films" in a question.
-pub fn relation_texts(kg: &Kg<'_>, r: u32) -> [String; 2] {
-    let mut words = split_words(kg.relation_name(r).unwrap_or(""));
-    while words.len() > 1 && LEADING.contains(&words[0].as_str()) {
-        words.remove(0);
-    }
-    let name = words.join(" ");
-    let noun = kg
-        .relation_gloss(r)
-        .and_then(description_noun)
-        .unwrap_or_else(|| name.clone());
-    [name, noun]
-}
-
-/// A description's noun ([`relation_texts`]), when it reads `NOUN
-/// PREPOSITION ARTICLE ...`.
-fn description_noun(d: &str) -> Option<String> {
-    let words: Vec<String> = d
-        .split_whitespace()
-        .map(|w| {
-            w.trim_matches(|c: char| !c.is_alphanumeric())
-                .to_lowercase()
-        })
-        .filter(|w| !w.is_empty())
-        .collect();
-    let start = words
-        .iter()
-        .position(|w| !ARTICLES.contains(&w.as_str()))
-        .unwrap_or(0);
-    let words = &words[start..];
-    let end = (1..words.len().saturating_sub(1)).find(|&i| {
-        PREPOSITIONS.contains(&words[i].as_str()) && ARTICLES.contains(&words[i + 1].as_str())
-    })?;
-    Some(words[..end].join(" "))
-}
-
 fn unit(mut v: Vec<f32>) -> Vec<f32> {
     let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     if n > 0.0 {
@@ -176,26 +132,52 @@ fn embed_all(embedder: &dyn Embedder, texts: &[String]) -> Result<Vec<Vec<f32>>,
 impl StepVectors {
     /// Embeds every relation's texts.
     pub fn build(kg: &Kg<'_>, embedder: &dyn Embedder) -> Result<StepVectors, String> {
-        let texts: Vec<String> = (0..kg.relation_count() as u32)
+        let relations = kg.relation_count() as u32;
+        let ends = end_types(kg);
+        let texts: Vec<String> = (0..relations)
             .flat_map(|r| relation_texts(kg, r))
+            .chain(ends.iter().flatten().flatten().cloned())
             .collect();
         let vecs = embed_all(embedder, &texts)?;
         let dim = vecs.first().map_or(0, Vec::len);
         if vecs.iter().any(|v| v.len() != dim) {
             return Err("the encoder returned vectors of different lengths".into());
         }
-        Ok(StepVectors {
-            dim,
-            vecs: vecs.concat(),
-        })
+        let (named, mut typed) = vecs.split_at(2 * relations as usize);
+        let mut out = Vec::with_capacity(PER_RELATION * relations as usize * dim);
+        for (pair, ends) in named.chunks(2).zip(&ends) {
+            pair.iter().for_each(|v| out.extend_from_slice(v));
+            for end in ends {
+                match (end, typed.split_first()) {
+                    (Some(_), Some((v, rest))) => {
+                        out.extend_from_slice(v);
+                        typed = rest;
+                    }
+                    _ => out.extend(std::iter::repeat_n(0.0, dim)),
+                }
+            }
+        }
+        Ok(StepVectors { dim, vecs: out })
     }
 
-    /// Relation `r`'s two vectors.
+    /// Relation `r`'s vector `k` (0: name, 1: noun, 2: subjects' type, 3:
+    /// objects' type).
+    fn vector(&self, r: u32, k: usize) -> Option<&[f32]> {
+        let start = (PER_RELATION * r as usize + k) * self.dim;
+        self.vecs.get(start..start + self.dim)
+    }
+
+    /// Relation `r`'s name and noun vectors.
     fn vectors(&self, r: u32) -> Option<(&[f32], &[f32])> {
-        let start = 2 * r as usize * self.dim;
-        let a = self.vecs.get(start..start + self.dim)?;
-        let b = self.vecs.get(start + self.dim..start + 2 * self.dim)?;
-        Some((a, b))
+        Some((self.vector(r, 0)?, self.vector(r, 1)?))
+    }
+
+    /// The vector of the type of what `step` leads to (`to`) or leaves
+    /// (`!to`): a relation's objects' type at its object (`directed_by`
+    /// leads to a director), its subjects' type at its subject
+    /// (`directed_by_inv` to a film).
+    fn node_type(&self, step: Step, to: bool) -> Option<&[f32]> {
+        self.vector(step.relation, if step.inverse == to { 2 } else { 3 })
     }
 }
 
@@ -243,15 +225,6 @@ pub fn doubles_back(steps: &[Step]) -> bool {
     steps.windows(3).any(|w| w[0] == w[2] && goes_back(&w[..2]))
 }
 
-/// Whether `r` types its subjects (`rdf:type`, or a relation named
-/// `type`): a path ends there ("what kind of thing is X"), it does not go
-/// on through a class to all its members.
-fn is_type(kg: &Kg<'_>, r: u32) -> bool {
-    kg.relation_iri(r)
-        .map(|i| i == "http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
-        .unwrap_or_else(|| kg.relation_name(r) == Some("type"))
-}
-
 /// A question made ready for ranking: its phrases and their vectors.
 pub struct Question {
     phrases: Phrases,
@@ -273,9 +246,21 @@ impl Question {
         let Some((a, b)) = steps.vectors(r) else {
             return vec![0.0; self.vecs.len()];
         };
-        let dot = |p: &[f32], v: &[f32]| -> f32 { p.iter().zip(v).map(|(x, y)| x * y).sum() };
         self.vecs.iter().map(|p| dot(p, a).max(dot(p, b))).collect()
     }
+
+    /// Cosine of every phrase to the type at one end of `step`
+    /// ([`StepVectors::node_type`]).
+    fn type_sims(&self, steps: &StepVectors, step: Step, to: bool) -> Vec<f32> {
+        let Some(t) = steps.node_type(step, to) else {
+            return vec![0.0; self.vecs.len()];
+        };
+        self.vecs.iter().map(|p| dot(p, t)).collect()
+    }
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// Per relation, its cosines to the question's phrases, computed once.
@@ -283,6 +268,9 @@ struct SimCache<'q> {
     question: &'q Question,
     steps: &'q StepVectors,
     rows: Vec<Option<Vec<f32>>>,
+    /// Per step and end (`true`: where it leads): cosines to that node's
+    /// type.
+    types: std::collections::HashMap<(Step, bool), Vec<f32>>,
 }
 
 impl SimCache<'_> {
@@ -306,7 +294,25 @@ impl SimCache<'_> {
         let backs: Vec<bool> = (0..path.len())
             .map(|i| i > 0 && goes_back(&path[i - 1..=i]))
             .collect();
-        chunks::score(&rows, &backs, &self.question.phrases, w)
+        // The topic's type from the first step, every other node's from the
+        // step that reaches it.
+        let ends: Vec<(Step, bool)> = path
+            .first()
+            .map(|&s| (s, false))
+            .into_iter()
+            .chain(path.iter().map(|&s| (s, true)))
+            .collect();
+        let (question, steps) = (self.question, self.steps);
+        for &end in &ends {
+            self.types
+                .entry(end)
+                .or_insert_with(|| question.type_sims(steps, end.0, end.1));
+        }
+        let types: Vec<&[f32]> = ends
+            .iter()
+            .map(|e| self.types.get(e).map_or(&[][..], Vec::as_slice))
+            .collect();
+        chunks::score(&rows, &backs, &types, &self.question.phrases, w)
     }
 }
 
@@ -330,6 +336,7 @@ pub fn rank(
         question,
         steps,
         rows: Vec::new(),
+        types: Default::default(),
     };
     let mut level = vec![Walk {
         steps: Vec::new(),
@@ -426,6 +433,7 @@ pub fn score_path(question: &Question, steps: &StepVectors, path: &[Step], w: &W
         question,
         steps,
         rows: Vec::new(),
+        types: Default::default(),
     };
     cache.score(path, w)
 }

@@ -1,8 +1,9 @@
 //! The path ranker on a small graph, with an encoder that knows a few
 //! words: each known word is one direction, anything else a shared one.
 
+use super::relation_words::{description_domain, description_noun};
 use super::*;
-use crate::planner::{plan, PathRanker, PlanRequest, PlannerKind, Planners};
+use crate::planner::{plan, PathMode, PathRanker, PlanRequest, PlannerKind, Planners};
 use crate::question::Topic;
 use crate::rerank::test_graph::graph;
 
@@ -124,11 +125,43 @@ fn relations_read_as_their_names_and_their_descriptions_nouns() {
         description_noun("an actor starring in a film").as_deref(),
         Some("actor starring")
     );
-    assert_eq!(description_noun("the year a film was released"), None);
+    assert_eq!(
+        description_noun("the year a film was released").as_deref(),
+        Some("year")
+    );
+    assert_eq!(
+        description_noun("a tag describing a film").as_deref(),
+        Some("tag describing")
+    );
+    assert_eq!(description_noun("a genre"), None);
     graph(&[("a", "hasGenre", "b")], |kg| {
         let r = kg.relation_id("hasGenre").expect("relation");
         assert_eq!(relation_texts(kg, r), ["genre".to_string(), "genre".into()]);
     });
+}
+
+#[test]
+fn relation_ends_are_typed_by_description_or_by_class() {
+    graph(TRIPLES, |kg| {
+        let pilot = kg.relation_id("pilot").expect("pilot");
+        let home = kg.relation_id("homeworld").expect("homeworld");
+        let ends = end_types(kg);
+        // Pilots are typed Human; ships and planets have no class.
+        assert_eq!(ends[pilot as usize], [None, Some("human".to_string())]);
+        assert_eq!(ends[home as usize], [Some("human".to_string()), None]);
+    });
+}
+
+#[test]
+fn a_description_names_its_subjects_type() {
+    let domain = |d: &str| description_domain(d);
+    assert_eq!(domain("the director of a film").as_deref(), Some("film"));
+    assert_eq!(
+        domain("the year a film was released").as_deref(),
+        Some("film")
+    );
+    assert_eq!(domain("a genre"), None);
+    assert_eq!(domain("the genre"), None);
 }
 
 #[test]
@@ -141,6 +174,86 @@ fn chains_and_steps_round_trip() {
             ["pilot", "homeworld_inv"]
         );
         assert!(path_steps(kg, &["pilot", "nowhere"]).is_none());
+    });
+}
+
+/// The topic of `question`, Millennium Falcon, as the linker finds it.
+fn falcon(kg: &Kg<'_>, question: &str) -> Topic {
+    let start = question.find("Millennium").expect("topic");
+    Topic {
+        entity: kg.entity_id("Millennium Falcon").expect("topic"),
+        name: "Millennium Falcon".into(),
+        mention: "Millennium Falcon".into(),
+        range: (start, start + "Millennium Falcon".len()),
+        probability: 1.0,
+        method: kgbox_query::link::Method::Exact,
+    }
+}
+
+#[test]
+fn a_planner_trained_on_examples_gets_the_ranker_only_when_unsure() {
+    use crate::planner::features::FeatureSpec;
+    use crate::planner::learned::{LearnedPlanner, PlannerMeta};
+    // Two templates; `bias` is added to the first (`pilot`), so it has
+    // probability σ(bias) with every feature weight zero.
+    let learned = |bias: f32| {
+        let spec = FeatureSpec {
+            embed_dim: 0,
+            ngram_buckets: 4,
+            signature_buckets: 2,
+        };
+        let dim = spec.dim();
+        let mut weights = vec![0.0; 2 * (dim + 1)];
+        weights[dim] = bias;
+        let meta = PlannerMeta::bare(spec, &["{topic} -> pilot", "{topic} -> film"]);
+        LearnedPlanner::new(meta, weights).expect("valid")
+    };
+    graph(TRIPLES, |kg| {
+        let steps = StepVectors::build(kg, &Words).expect("steps");
+        let question = "where do the pilots of Millennium Falcon come from?";
+        let topic = falcon(kg, question);
+        let query = |planner: &LearnedPlanner, paths: PathRanker| {
+            let planners = Planners {
+                kg,
+                learned: Some(planner),
+                relvecs: None,
+                embedder: Some(&Words),
+                chat: None,
+                steps: Some(&steps),
+            };
+            let req = PlanRequest {
+                kind: PlannerKind::Learned,
+                question,
+                topic: Some(&topic),
+                linked: &[],
+                max_retries: 0,
+                samples: 1,
+                max_relations: 10,
+                fallback_below: 0.8,
+                paths,
+            };
+            plan(&planners, &req).expect("plan").query
+        };
+        let (sure, unsure) = (learned(5.0), learned(0.0));
+        assert_eq!(PathRanker::Auto.mode(Some(&sure)), PathMode::Unsure);
+        // Sure (0.99): its own plan, which the ranker would change.
+        assert_eq!(
+            query(&sure, PathRanker::Auto),
+            "\"Millennium Falcon\" -> pilot"
+        );
+        assert_eq!(
+            query(&sure, PathRanker::On),
+            "\"Millennium Falcon\" -> pilot -> homeworld"
+        );
+        // Unsure (0.5): the ranker is weighed in.
+        assert_eq!(
+            query(&unsure, PathRanker::Auto),
+            "\"Millennium Falcon\" -> pilot -> homeworld"
+        );
+        assert_eq!(
+            query(&unsure, PathRanker::Off),
+            "\"Millennium Falcon\" -> pilot"
+        );
     });
 }
 
@@ -157,15 +270,7 @@ fn without_a_learned_planner_the_ranker_plans() {
             steps: Some(&steps),
         };
         let question = "where do the pilots of Millennium Falcon come from?";
-        let start = question.find("Millennium").expect("topic");
-        let topic = Topic {
-            entity: kg.entity_id("Millennium Falcon").expect("topic"),
-            name: "Millennium Falcon".into(),
-            mention: "Millennium Falcon".into(),
-            range: (start, start + "Millennium Falcon".len()),
-            probability: 1.0,
-            method: kgbox_query::link::Method::Exact,
-        };
+        let topic = falcon(kg, question);
         let mut req = PlanRequest {
             kind: PlannerKind::Learned,
             question,
