@@ -23,6 +23,29 @@ const QUESTION: &str = "when did [Blade Runner] come out";
 /// Two chain templates; `bias` is added to class 0 (directed_by), so its
 /// probability is σ(bias) with every feature weight zero.
 pub(crate) fn planner(bias: f32) -> LearnedPlanner {
+    let demos = vec![
+        Demo {
+            class: 0,
+            question: "who directed [Alien]".into(),
+            topic: "Alien".into(),
+        },
+        Demo {
+            class: 1,
+            question: "when was [Alien] released".into(),
+            topic: "Alien".into(),
+        },
+    ];
+    two_templates(
+        bias,
+        ["{topic} -> directed_by", "{topic} -> release_year"],
+        demos,
+    )
+}
+
+/// A planner of two templates whose first has probability σ(bias) (every
+/// feature weight zero), trained on examples (`demos`, shown to a guided
+/// LLM).
+pub(crate) fn two_templates(bias: f32, templates: [&str; 2], demos: Vec<Demo>) -> LearnedPlanner {
     let spec = FeatureSpec {
         embed_dim: 0,
         ngram_buckets: 4,
@@ -32,19 +55,8 @@ pub(crate) fn planner(bias: f32) -> LearnedPlanner {
     let mut weights = vec![0.0; 2 * (dim + 1)];
     weights[dim] = bias;
     let meta = PlannerMeta {
-        demos: vec![
-            Demo {
-                class: 0,
-                question: "who directed [Alien]".into(),
-                topic: "Alien".into(),
-            },
-            Demo {
-                class: 1,
-                question: "when was [Alien] released".into(),
-                topic: "Alien".into(),
-            },
-        ],
-        ..PlannerMeta::bare(spec, &["{topic} -> directed_by", "{topic} -> release_year"])
+        demos,
+        ..PlannerMeta::bare(spec, &templates)
     };
     LearnedPlanner::new(meta, weights).expect("valid")
 }

@@ -177,83 +177,68 @@ fn chains_and_steps_round_trip() {
     });
 }
 
-/// The topic of `question`, Millennium Falcon, as the linker finds it.
-fn falcon(kg: &Kg<'_>, question: &str) -> Topic {
+/// The plan of "where do the pilots of Millennium Falcon come from?".
+fn falcon_plan(
+    kg: &Kg<'_>,
+    steps: &StepVectors,
+    learned: Option<&crate::planner::LearnedPlanner>,
+    paths: PathRanker,
+) -> Result<crate::planner::Planned, crate::planner::PlanError> {
+    let question = "where do the pilots of Millennium Falcon come from?";
     let start = question.find("Millennium").expect("topic");
-    Topic {
+    let topic = Topic {
         entity: kg.entity_id("Millennium Falcon").expect("topic"),
         name: "Millennium Falcon".into(),
         mention: "Millennium Falcon".into(),
         range: (start, start + "Millennium Falcon".len()),
         probability: 1.0,
         method: kgbox_query::link::Method::Exact,
-    }
+    };
+    let planners = Planners {
+        kg,
+        learned,
+        relvecs: None,
+        embedder: Some(&Words),
+        chat: None,
+        steps: Some(steps),
+    };
+    let req = PlanRequest {
+        kind: PlannerKind::Learned,
+        question,
+        topic: Some(&topic),
+        linked: &[],
+        max_retries: 0,
+        samples: 1,
+        max_relations: 10,
+        fallback_below: 0.8,
+        paths,
+    };
+    plan(&planners, &req)
 }
 
 #[test]
 fn a_planner_trained_on_examples_gets_the_ranker_only_when_unsure() {
-    use crate::planner::features::FeatureSpec;
-    use crate::planner::learned::{LearnedPlanner, PlannerMeta};
-    // Two templates; `bias` is added to the first (`pilot`), so it has
-    // probability σ(bias) with every feature weight zero.
-    let learned = |bias: f32| {
-        let spec = FeatureSpec {
-            embed_dim: 0,
-            ngram_buckets: 4,
-            signature_buckets: 2,
-        };
-        let dim = spec.dim();
-        let mut weights = vec![0.0; 2 * (dim + 1)];
-        weights[dim] = bias;
-        let meta = PlannerMeta::bare(spec, &["{topic} -> pilot", "{topic} -> film"]);
-        LearnedPlanner::new(meta, weights).expect("valid")
-    };
+    use crate::planner::fallback_tests::two_templates;
+    let learned = |bias: f32| two_templates(bias, ["{topic} -> pilot", "{topic} -> film"], vec![]);
     graph(TRIPLES, |kg| {
         let steps = StepVectors::build(kg, &Words).expect("steps");
-        let question = "where do the pilots of Millennium Falcon come from?";
-        let topic = falcon(kg, question);
-        let query = |planner: &LearnedPlanner, paths: PathRanker| {
-            let planners = Planners {
-                kg,
-                learned: Some(planner),
-                relvecs: None,
-                embedder: Some(&Words),
-                chat: None,
-                steps: Some(&steps),
-            };
-            let req = PlanRequest {
-                kind: PlannerKind::Learned,
-                question,
-                topic: Some(&topic),
-                linked: &[],
-                max_retries: 0,
-                samples: 1,
-                max_relations: 10,
-                fallback_below: 0.8,
-                paths,
-            };
-            plan(&planners, &req).expect("plan").query
+        let query = |planner, paths| {
+            falcon_plan(kg, &steps, Some(planner), paths)
+                .expect("plan")
+                .query
         };
         let (sure, unsure) = (learned(5.0), learned(0.0));
         assert_eq!(PathRanker::Auto.mode(Some(&sure)), PathMode::Unsure);
+        let (one, two) = (
+            "\"Millennium Falcon\" -> pilot",
+            "\"Millennium Falcon\" -> pilot -> homeworld",
+        );
         // Sure (0.99): its own plan, which the ranker would change.
-        assert_eq!(
-            query(&sure, PathRanker::Auto),
-            "\"Millennium Falcon\" -> pilot"
-        );
-        assert_eq!(
-            query(&sure, PathRanker::On),
-            "\"Millennium Falcon\" -> pilot -> homeworld"
-        );
+        assert_eq!(query(&sure, PathRanker::Auto), one);
+        assert_eq!(query(&sure, PathRanker::On), two);
         // Unsure (0.5): the ranker is weighed in.
-        assert_eq!(
-            query(&unsure, PathRanker::Auto),
-            "\"Millennium Falcon\" -> pilot -> homeworld"
-        );
-        assert_eq!(
-            query(&unsure, PathRanker::Off),
-            "\"Millennium Falcon\" -> pilot"
-        );
+        assert_eq!(query(&unsure, PathRanker::Auto), two);
+        assert_eq!(query(&unsure, PathRanker::Off), one);
     });
 }
 
@@ -261,33 +246,11 @@ fn a_planner_trained_on_examples_gets_the_ranker_only_when_unsure() {
 fn without_a_learned_planner_the_ranker_plans() {
     graph(TRIPLES, |kg| {
         let steps = StepVectors::build(kg, &Words).expect("steps");
-        let planners = Planners {
-            kg,
-            learned: None,
-            relvecs: None,
-            embedder: Some(&Words),
-            chat: None,
-            steps: Some(&steps),
-        };
-        let question = "where do the pilots of Millennium Falcon come from?";
-        let topic = falcon(kg, question);
-        let mut req = PlanRequest {
-            kind: PlannerKind::Learned,
-            question,
-            topic: Some(&topic),
-            linked: &[],
-            max_retries: 0,
-            samples: 1,
-            max_relations: 10,
-            fallback_below: 0.8,
-            paths: PathRanker::Auto,
-        };
-        let planned = plan(&planners, &req).expect("plan");
+        let planned = falcon_plan(kg, &steps, None, PathRanker::Auto).expect("plan");
         assert_eq!(planned.query, "\"Millennium Falcon\" -> pilot -> homeworld");
         assert_eq!(planned.planner, PlannerKind::Zeroshot);
         assert!(!planned.info.paths.is_empty());
         // Off, with nothing else to plan with, it is an error that says so.
-        req.paths = PathRanker::Off;
-        assert!(plan(&planners, &req).is_err());
+        assert!(falcon_plan(kg, &steps, None, PathRanker::Off).is_err());
     });
 }
