@@ -501,6 +501,34 @@ fn a_planned_query_without_answers_is_relaxed() {
 }
 
 #[test]
+fn a_repaired_answer_is_labelled_in_the_console() {
+    use kgbox_testkit::clients::{require_python_modules, run_python_client};
+    require_python_modules(&["playwright"]);
+    let empty = "AND(\"Ridley Scott\" -> directed_by_inv, \"Comedy\" -> has_genre_inv)";
+    let (_llm, device, _dir) = fixed_llm_device(empty, "");
+    let server = device.serve();
+    let base = format!("http://127.0.0.1:{}", server.port);
+    let run = run_python_client(
+        "console_caveat.py",
+        &[
+            &base,
+            "which comedies did [Ridley Scott] direct",
+            "Repaired query, a guess",
+        ],
+        &[],
+        std::time::Duration::from_secs(120),
+    );
+    assert_eq!(
+        run.code,
+        Some(0),
+        "console_caveat.py failed (2: cannot run here, run scripts/setup.sh):\n{}\nserver log:\n{}",
+        run.output,
+        server.log()
+    );
+    assert!(run.output.contains("['Blade Runner']"), "{}", run.output);
+}
+
+#[test]
 fn a_repaired_answer_is_labelled_over_mqtt() {
     use kgbox_testkit::mosquitto::{wait_status, Client, Mosquitto};
     let t = std::time::Duration::from_secs(30);
