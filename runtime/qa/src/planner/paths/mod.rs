@@ -132,29 +132,26 @@ fn embed_all(embedder: &dyn Embedder, texts: &[String]) -> Result<Vec<Vec<f32>>,
 impl StepVectors {
     /// Embeds every relation's texts.
     pub fn build(kg: &Kg<'_>, embedder: &dyn Embedder) -> Result<StepVectors, String> {
-        let relations = kg.relation_count() as u32;
-        let ends = end_types(kg);
-        let texts: Vec<String> = (0..relations)
-            .flat_map(|r| relation_texts(kg, r))
-            .chain(ends.iter().flatten().flatten().cloned())
+        // Per relation, its PER_RELATION texts in `vector`'s order.
+        let slots: Vec<Option<String>> = (0..kg.relation_count() as u32)
+            .zip(end_types(kg))
+            .flat_map(|(r, [subjects, objects])| {
+                let [name, noun] = relation_texts(kg, r);
+                [Some(name), Some(noun), subjects, objects]
+            })
             .collect();
+        let texts: Vec<String> = slots.iter().flatten().cloned().collect();
         let vecs = embed_all(embedder, &texts)?;
         let dim = vecs.first().map_or(0, Vec::len);
         if vecs.iter().any(|v| v.len() != dim) {
             return Err("the encoder returned vectors of different lengths".into());
         }
-        let (named, mut typed) = vecs.split_at(2 * relations as usize);
-        let mut out = Vec::with_capacity(PER_RELATION * relations as usize * dim);
-        for (pair, ends) in named.chunks(2).zip(&ends) {
-            pair.iter().for_each(|v| out.extend_from_slice(v));
-            for end in ends {
-                match (end, typed.split_first()) {
-                    (Some(_), Some((v, rest))) => {
-                        out.extend_from_slice(v);
-                        typed = rest;
-                    }
-                    _ => out.extend(std::iter::repeat_n(0.0, dim)),
-                }
+        let mut vecs = vecs.into_iter();
+        let mut out = Vec::with_capacity(slots.len() * dim);
+        for slot in &slots {
+            match slot.as_ref().and_then(|_| vecs.next()) {
+                Some(v) => out.extend(v),
+                None => out.extend(std::iter::repeat_n(0.0, dim)),
             }
         }
         Ok(StepVectors { dim, vecs: out })

@@ -19,9 +19,10 @@ const CLASS_SAMPLE_EDGES: usize = 64;
 /// descriptions.
 pub fn end_types(kg: &Kg<'_>) -> Vec<[Option<String>; 2]> {
     let relations = kg.relation_count();
-    // Per relation and end: class id -> count.
+    // Per relation and end: class id -> count, and the edges counted.
     let mut counts: Vec<[std::collections::BTreeMap<u32, usize>; 2]> =
         (0..relations).map(|_| Default::default()).collect();
+    let mut seen = vec![[0usize; 2]; relations];
     let typ = (0..relations as u32).find(|&r| is_type(kg, r));
     if let Some(typ) = typ {
         let nodes = (kg.entity_count() as u32).min(CLASS_SAMPLE_NODES);
@@ -31,12 +32,13 @@ pub fn end_types(kg: &Kg<'_>) -> Vec<[Option<String>; 2]> {
             };
             for (end, csr) in [(0, &kg.out), (1, &kg.inc)] {
                 for &r in csr.edges(n).0 {
-                    let Some(c) = counts.get_mut(r as usize) else {
+                    let (Some(c), Some(k)) = (counts.get_mut(r as usize), seen.get_mut(r as usize))
+                    else {
                         continue;
                     };
-                    let seen: usize = c[end].values().sum();
-                    if r != typ && seen < CLASS_SAMPLE_EDGES {
+                    if r != typ && k[end] < CLASS_SAMPLE_EDGES {
                         *c[end].entry(class).or_default() += 1;
+                        k[end] += 1;
                     }
                 }
             }
