@@ -5,6 +5,7 @@
 //! classifier, or an LLM ([`llm`]). The packager fits the classifier with
 //! `train` (feature `train`).
 
+mod choose;
 pub mod features;
 #[cfg(feature = "train")]
 mod fit;
@@ -125,8 +126,9 @@ pub struct PlanInfo {
     /// The zero-shot match's cosine similarity.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub similarity: Option<f32>,
-    /// Whether the LLM was shown retrieved demonstrations and held to the
-    /// bundle's chain grammar ([`guided`]).
+    /// Whether the LLM was held to chains that bind: the bundle's chain
+    /// grammar, shown retrieved demonstrations ([`guided`]), or the path
+    /// ranker's best chains ([`choose`]).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub guided: bool,
     /// With `learned+llm` / `learned+local`: why the LLM was or was not
@@ -251,6 +253,9 @@ pub fn plan(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, Plan
     match req.kind {
         PlannerKind::Learned | PlannerKind::Zeroshot => plan_learned(p, req),
         PlannerKind::Llm | PlannerKind::Local => {
+            if let (Some(chat), true) = (p.chat, ranks_paths(p, req)) {
+                return choose::choose(p, req, chat, plan_learned(p, req)?);
+            }
             let (preds, vector) = match (p.learned, req.topic) {
                 (Some(_), Some(_)) => predictions(p, req)?,
                 _ => (Vec::new(), None),
@@ -489,6 +494,17 @@ fn plan_learned(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, 
     })
 }
 
+/// Whether the chat planners choose among the path ranker's plans
+/// ([`choose`]) rather than write one: the encoder is loaded and the
+/// ranker plans alone or with a planner synthesised from the graph
+/// ([`PathMode::Only`], [`PathMode::Mix`]). A planner trained on the
+/// operator's examples keeps guided writing ([`guided`]).
+fn ranks_paths(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> bool {
+    p.steps.is_some()
+        && p.embedder.is_some()
+        && matches!(req.paths.mode(p.learned), PathMode::Only | PathMode::Mix)
+}
+
 /// `learned+llm` / `learned+local`: the learned plan when it is sure,
 /// otherwise the LLM's (shown the learned planner's likely templates); the
 /// learned plan again when the LLM fails.
@@ -496,6 +512,26 @@ fn plan_with_fallback(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Pla
     let Some(chat_kind) = req.kind.chat() else {
         return plan_learned(p, req);
     };
+    if let (Some(chat), true) = (p.chat, ranks_paths(p, req)) {
+        let mut planned = plan_learned(p, req)?;
+        let best = planned
+            .info
+            .alternatives
+            .first()
+            .map_or(0.0, |b| b.probability);
+        if req.fallback_below < 1.0 && best >= req.fallback_below {
+            planned.info.fallback = Some(format!(
+                "learned planner sure (p {best:.2} >= {:.2})",
+                req.fallback_below
+            ));
+            return Ok(planned);
+        }
+        let llm_req = PlanRequest {
+            kind: chat_kind,
+            ..*req
+        };
+        return choose::choose(p, &llm_req, chat, planned);
+    }
     let (Some(model), Some(topic)) = (p.learned, req.topic) else {
         let llm_req = PlanRequest {
             kind: chat_kind,

@@ -467,6 +467,7 @@ mod tests {
         assert_eq!(cue("ENTITY directed which movies"), AnswerCue::Head(3));
         assert_eq!(cue("who acted in the movie ENTITY"), AnswerCue::Untyped);
         assert_eq!(cue("what is the genre of ENTITY"), AnswerCue::Free);
+        assert_eq!(cue("what did ENTITY write"), AnswerCue::Free);
         assert_eq!(cue("list the films ENTITY wrote"), AnswerCue::Free);
     }
 

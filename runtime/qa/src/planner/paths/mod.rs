@@ -349,10 +349,14 @@ pub fn rank(
                 inverse: !s.inverse,
                 ..*s
             });
+            // A value (a literal) leads only back to what else has it,
+            // and only a question of the same kind asks that ("who has
+            // the same eye colour as [X]"; "what colour are [X]'s eyes"
+            // stops at the value).
             for &n in &walk.frontier {
                 if walk.steps.is_empty() || !is_literal(kg, n) {
                     steps_of(kg, n, &mut leaving);
-                } else if let Some(b) = back {
+                } else if let (Some(b), true) = (back, question.phrases.same) {
                     leaving.insert(b);
                 }
             }

@@ -177,12 +177,14 @@ fn chains_and_steps_round_trip() {
     });
 }
 
-/// The plan of "where do the pilots of Millennium Falcon come from?".
+/// The plan of "where do the pilots of Millennium Falcon come from?", by
+/// the `local` planner when a chat model is given.
 fn falcon_plan(
     kg: &Kg<'_>,
     steps: &StepVectors,
     learned: Option<&crate::planner::LearnedPlanner>,
     paths: PathRanker,
+    chat: Option<&dyn crate::llm::ChatBackend>,
 ) -> Result<crate::planner::Planned, crate::planner::PlanError> {
     let question = "where do the pilots of Millennium Falcon come from?";
     let start = question.find("Millennium").expect("topic");
@@ -199,11 +201,14 @@ fn falcon_plan(
         learned,
         relvecs: None,
         embedder: Some(&Words),
-        chat: None,
+        chat,
         steps: Some(steps),
     };
     let req = PlanRequest {
-        kind: PlannerKind::Learned,
+        kind: match chat {
+            Some(_) => PlannerKind::Local,
+            None => PlannerKind::Learned,
+        },
         question,
         topic: Some(&topic),
         linked: &[],
@@ -223,7 +228,7 @@ fn a_planner_trained_on_examples_gets_the_ranker_only_when_unsure() {
     graph(TRIPLES, |kg| {
         let steps = StepVectors::build(kg, &Words).expect("steps");
         let query = |planner, paths| {
-            falcon_plan(kg, &steps, Some(planner), paths)
+            falcon_plan(kg, &steps, Some(planner), paths, None)
                 .expect("plan")
                 .query
         };
@@ -246,11 +251,76 @@ fn a_planner_trained_on_examples_gets_the_ranker_only_when_unsure() {
 fn without_a_learned_planner_the_ranker_plans() {
     graph(TRIPLES, |kg| {
         let steps = StepVectors::build(kg, &Words).expect("steps");
-        let planned = falcon_plan(kg, &steps, None, PathRanker::Auto).expect("plan");
+        let planned = falcon_plan(kg, &steps, None, PathRanker::Auto, None).expect("plan");
         assert_eq!(planned.query, "\"Millennium Falcon\" -> pilot -> homeworld");
         assert_eq!(planned.planner, PlannerKind::Zeroshot);
         assert!(!planned.info.paths.is_empty());
         // Off, with nothing else to plan with, it is an error that says so.
-        assert!(falcon_plan(kg, &steps, None, PathRanker::Off).is_err());
+        assert!(falcon_plan(kg, &steps, None, PathRanker::Off, None).is_err());
+    });
+}
+
+#[test]
+fn a_chat_model_chooses_among_the_ranked_paths_and_can_write_no_other() {
+    use crate::llm::scripted::Scripted;
+    use crate::llm::{Constraint, Sample};
+    let reply = |path: &str, p: f32| Sample {
+        text: format!("{{\"path\": \"{path}\"}}"),
+        logprob: Some(p.ln()),
+    };
+    graph(TRIPLES, |kg| {
+        let steps = StepVectors::build(kg, &Words).expect("steps");
+        let ranker = falcon_plan(kg, &steps, None, PathRanker::Auto, None).expect("plan");
+        let shown: Vec<&str> = ranker.info.paths.iter().map(|c| c.query.as_str()).collect();
+        assert!(shown.len() >= 2, "{shown:?}");
+        // A model sure of a path the ranker ties with others moves it
+        // ahead of them, and leaves a clear first choice first.
+        assert_eq!(
+            shown[2..],
+            [
+                "\"Millennium Falcon\" -> pilot",
+                "\"Millennium Falcon\" -> pilot -> film",
+                "\"Millennium Falcon\" -> pilot -> pilot_inv"
+            ]
+        );
+        let sure = Scripted::sampling(move |_, _| Ok(vec![reply("pilot -> film", 0.9999)]));
+        let planned = falcon_plan(kg, &steps, None, PathRanker::Auto, Some(&sure)).expect("plan");
+        assert_eq!(planned.planner, PlannerKind::Local);
+        assert_eq!(planned.query, shown[0]);
+        let next: Vec<&str> = planned.next.iter().map(|n| n.query.as_str()).collect();
+        assert_eq!(next, [shown[1], shown[3]]);
+        assert_eq!(planned.info.candidates[2].query, shown[3]);
+        assert!(planned.info.candidates[2]
+            .logprob
+            .is_some_and(|lp| lp > -1e-3));
+        assert_eq!(planned.info.candidates.len(), shown.len().min(5));
+        // The reply may only be one of the offered paths, by grammar.
+        let calls = sure.calls();
+        let Constraint::JsonSchema { schema, .. } = &calls[0].constraint else {
+            panic!("no schema");
+        };
+        let options = schema["properties"]["path"]["enum"]
+            .as_array()
+            .expect("enum");
+        assert_eq!(options.len(), planned.info.candidates.len());
+        assert!(
+            options.iter().any(|o| o == "pilot -> homeworld"),
+            "{options:?}"
+        );
+        assert!(sure.sent().contains("Paths: "));
+        assert!(!sure.sent().contains("Corellia"), "no triple is shown");
+        // A reply off the list is refused, and a model that fails leaves
+        // the ranker's plan.
+        let off = Scripted::sampling(move |_, _| Ok(vec![reply("film -> pilot", 0.9)]));
+        let planned = falcon_plan(kg, &steps, None, PathRanker::Auto, Some(&off)).expect("plan");
+        assert_eq!(planned.query, ranker.query);
+        assert!(planned
+            .info
+            .fallback
+            .as_deref()
+            .is_some_and(|f| f.contains("failed")));
+        let down = Scripted::sampling(|_, _| Err(crate::llm::LlmError::Local("down".into())));
+        let planned = falcon_plan(kg, &steps, None, PathRanker::Auto, Some(&down)).expect("plan");
+        assert_eq!(planned.query, ranker.query);
     });
 }
