@@ -51,6 +51,52 @@ pub fn is_string_datatype(datatype: &str) -> bool {
     STRING_DATATYPES.contains(&datatype)
 }
 
+const XSD: &str = "http://www.w3.org/2001/XMLSchema#";
+/// XSD's integer types (`xsd:integer` and those derived from it).
+const INTEGER_TYPES: &[&str] = &[
+    "integer",
+    "long",
+    "int",
+    "short",
+    "byte",
+    "nonNegativeInteger",
+    "positiveInteger",
+    "nonPositiveInteger",
+    "negativeInteger",
+    "unsignedLong",
+    "unsignedInt",
+    "unsignedShort",
+    "unsignedByte",
+];
+
+/// A number's or boolean's value in its canonical form, as SPARQL stores
+/// print it (`"202.0"^^xsd:decimal` is `202`, `"007"^^xsd:integer` is `7`,
+/// `"2.5E1"^^xsd:double` is `25`), so that an answer reads the same
+/// whichever way the file spelt it. Any other literal, and a number that
+/// does not parse, keeps its lexical form.
+pub fn canonical_value<'a>(value: &'a str, datatype: &str) -> std::borrow::Cow<'a, str> {
+    use oxsdatatypes::{Boolean, Decimal, Double, Float, Integer};
+    use std::borrow::Cow;
+    fn parsed<T: std::str::FromStr + std::fmt::Display>(value: &str) -> Option<String> {
+        value.trim().parse::<T>().ok().map(|v| v.to_string())
+    }
+    let Some(local) = datatype.strip_prefix(XSD) else {
+        return Cow::Borrowed(value);
+    };
+    let canonical = match local {
+        "decimal" => parsed::<Decimal>(value),
+        "double" => parsed::<Double>(value),
+        "float" => parsed::<Float>(value),
+        "boolean" => parsed::<Boolean>(value),
+        t if INTEGER_TYPES.contains(&t) => parsed::<Integer>(value),
+        _ => None,
+    };
+    match canonical {
+        Some(c) if c != value => Cow::Owned(c),
+        _ => Cow::Borrowed(value),
+    }
+}
+
 /// One literal triple as read.
 #[derive(Debug, Clone, Copy)]
 pub struct Literal {
@@ -165,6 +211,34 @@ mod tests {
                 (2, "1979", ""),
                 (3, "Alien", "en")
             ]
+        );
+    }
+
+    #[test]
+    fn numbers_read_as_sparql_stores_print_them() {
+        let xsd = |t: &str| format!("{XSD}{t}");
+        for (value, datatype, want) in [
+            ("202.0", "decimal", "202"),
+            ("202.50", "decimal", "202.5"),
+            ("007", "integer", "7"),
+            ("+5", "nonNegativeInteger", "5"),
+            ("2.5E1", "double", "25"),
+            ("1.0e0", "float", "1"),
+            ("1", "boolean", "true"),
+            // Not numbers, or not parsable: as written.
+            ("1977-05-25", "date", "1977-05-25"),
+            ("12 parsecs", "decimal", "12 parsecs"),
+            ("202.0", "string", "202.0"),
+        ] {
+            assert_eq!(
+                canonical_value(value, &xsd(datatype)),
+                want,
+                "{value} {datatype}"
+            );
+        }
+        assert_eq!(
+            canonical_value("202.0", "http://example.org/length"),
+            "202.0"
         );
     }
 

@@ -7,7 +7,9 @@
 //! their subject or become its aliases, and are no graph nodes. Of the other
 //! literals, descriptions and long texts are kept out of the graph (counted
 //! in the pack log), and the rest become entities named by their lexical
-//! form (datatype and language dropped): dates, numbers, short values. In
+//! form (datatype and language dropped; numbers and booleans in their
+//! canonical form, `literals::canonical_value`): dates, numbers, short
+//! values. In
 //! N-Quads the graph name is ignored: the quads of every graph are read as
 //! one graph's triples. Names and source IRIs are given in `names.rs`.
 
@@ -79,8 +81,9 @@ impl Reading<'_> {
             Term::Literal(l) => {
                 let string =
                     l.language().is_some() || literals::is_string_datatype(l.datatype().as_str());
+                let value = literals::canonical_value(l.value(), l.datatype().as_str());
                 self.literals
-                    .push(s, p, l.value(), l.language().unwrap_or_default(), string);
+                    .push(s, p, &value, l.language().unwrap_or_default(), string);
                 return Ok(());
             }
             // Quoted triples (RDF 1.2), when oxrdf is built with them.

@@ -33,6 +33,29 @@ pub struct GoldQuestion {
     pub answers: HashSet<String>,
 }
 
+impl GoldQuestion {
+    /// Whether entity `id`, named `name`, is a gold answer: by its name, or
+    /// by its name without the qualifier the packager added when names
+    /// clashed (`Stanford University (stanford-university)`, qualified by
+    /// its IRI's end, is gold `Stanford University`; `1999 (literal)` is
+    /// `1999`). Gold answers computed by SPARQL name entities by their
+    /// labels, which need not be unique.
+    pub fn is_answer(&self, kg: &kgbox_bundle::Kg<'_>, id: u32, name: &str) -> bool {
+        self.answers.contains(name)
+            || unqualified(kg, id, name).is_some_and(|b| self.answers.contains(b))
+    }
+}
+
+/// `name` without the packager's clash qualifier, when it has one.
+fn unqualified<'n>(kg: &kgbox_bundle::Kg<'_>, id: u32, name: &'n str) -> Option<&'n str> {
+    let (base, qualifier) = name.strip_suffix(')')?.rsplit_once(" (")?;
+    let added = match kg.entity_iri(id) {
+        Some(iri) => iri.trim_end_matches(['/', '#']).ends_with(qualifier),
+        None => qualifier == kgbox_query::translate::iri::LITERAL_QUALIFIER,
+    };
+    (added && !base.is_empty() && !qualifier.is_empty()).then_some(base)
+}
+
 /// Reads a question file; errors name the file and line.
 pub fn read_questions(path: &Path, format: QaFormat) -> Result<Vec<GoldQuestion>> {
     let mut out = Vec::new();
@@ -290,7 +313,7 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
             v.push(x);
         }
         let kg = s.bundle.kg()?;
-        let is_gold = |e: u32| kg.entity_name(e).is_some_and(|n| q.answers.contains(n));
+        let is_gold = |e: u32| kg.entity_name(e).is_some_and(|n| q.is_answer(&kg, e, n));
         gold_seen += usize::from(res.features.iter().any(|f| is_gold(f.entity)));
         r.rerank_changed_top += usize::from(res.rerank.as_ref().is_some_and(|i| i.changed_top));
         llm_calls += if res.strategies.is_empty() {
@@ -304,7 +327,12 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
             export.write(qid, q.line, &res.features, &is_gold)?;
         }
         let names: Vec<&str> = res.answers.iter().map(|a| a.name.as_str()).collect();
-        let hit1 = names.first().is_some_and(|n| q.answers.contains(*n));
+        let gold_of: Vec<bool> = res
+            .answers
+            .iter()
+            .map(|a| q.is_answer(&kg, a.entity, &a.name))
+            .collect();
+        let hit1 = gold_of.first().copied().unwrap_or(false);
         h1 += usize::from(hit1);
         if let Some(out) = &mut answers_out {
             let row = AnswerRow {
@@ -316,8 +344,8 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
             };
             writeln!(out, "{}", serde_json::to_string(&row)?)?;
         }
-        let predicted: HashSet<&str> = names.into_iter().collect();
-        let hit = predicted.iter().filter(|p| q.answers.contains(**p)).count() as f64;
+        let predicted: HashSet<(&str, bool)> = names.into_iter().zip(gold_of).collect();
+        let hit = predicted.iter().filter(|(_, gold)| *gold).count() as f64;
         if hit > 0.0 {
             let (p, rc) = (hit / predicted.len() as f64, hit / q.answers.len() as f64);
             f1 += 2.0 * p * rc / (p + rc);
