@@ -512,49 +512,28 @@ fn plan_with_fallback(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Pla
     let Some(chat_kind) = req.kind.chat() else {
         return plan_learned(p, req);
     };
+    let llm_req = PlanRequest {
+        kind: chat_kind,
+        ..*req
+    };
     if let (Some(chat), true) = (p.chat, ranks_paths(p, req)) {
         let mut planned = plan_learned(p, req)?;
-        let best = planned
-            .info
-            .alternatives
-            .first()
-            .map_or(0.0, |b| b.probability);
-        if req.fallback_below < 1.0 && best >= req.fallback_below {
-            planned.info.fallback = Some(format!(
-                "learned planner sure (p {best:.2} >= {:.2})",
-                req.fallback_below
-            ));
+        let best = planned.info.alternatives.first().map(|b| b.probability);
+        if sure(req, best, &mut planned) {
             return Ok(planned);
         }
-        let llm_req = PlanRequest {
-            kind: chat_kind,
-            ..*req
-        };
         return choose::choose(p, &llm_req, chat, planned);
     }
     let (Some(model), Some(topic)) = (p.learned, req.topic) else {
-        let llm_req = PlanRequest {
-            kind: chat_kind,
-            ..*req
-        };
         return plan_llm(p, &llm_req, &[], None);
     };
     let (preds, embedding) = predictions(p, req)?;
     let started = starting_at(p.kg, topic.entity, preds.clone());
     let mut learned = learned_plan(model, topic, &started, embedding.clone())?;
     let best = preds.first().map_or(0.0, |b| b.probability);
-    // 1 means "always ask": a probability that rounds to 1 does not count.
-    if req.fallback_below < 1.0 && best >= req.fallback_below {
-        learned.info.fallback = Some(format!(
-            "learned planner sure (p {best:.2} >= {:.2})",
-            req.fallback_below
-        ));
+    if sure(req, Some(best), &mut learned) {
         return Ok(learned);
     }
-    let llm_req = PlanRequest {
-        kind: chat_kind,
-        ..*req
-    };
     match plan_llm(p, &llm_req, &preds, embedding.as_deref()) {
         Ok(mut planned) => {
             // The LLM breaks near-ties; it does not overrule a clear
@@ -587,6 +566,21 @@ fn plan_with_fallback(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Pla
             Ok(learned)
         }
     }
+}
+
+/// Whether the learned planner's `best` probability reaches
+/// `planner.fallback_below`, so that no LLM is asked (noted in `planned`).
+/// 1 means "always ask": a probability that rounds to 1 does not count.
+fn sure(req: &PlanRequest<'_>, best: Option<f32>, planned: &mut Planned) -> bool {
+    let best = best.unwrap_or(0.0);
+    let sure = req.fallback_below < 1.0 && best >= req.fallback_below;
+    if sure {
+        planned.info.fallback = Some(format!(
+            "learned planner sure (p {best:.2} >= {:.2})",
+            req.fallback_below
+        ));
+    }
+    sure
 }
 
 /// The learned planner's prediction whose template, about `topic`, is
