@@ -20,7 +20,8 @@ use super::path_plan::PathCandidate;
 use super::{NextQuery, PlanError, PlanRequest, Planned, Planners};
 use crate::llm::{ChatBackend, Constraint, Message};
 
-/// Chains the model chooses among, at most.
+/// Chains the model chooses among, at most: those the ranker's plan
+/// reports ([`super::PlanInfo::paths`], 5).
 pub const CHOICES: usize = 5;
 /// Weight of the model's log-probability of a chain against the ranker's
 /// score.
@@ -130,13 +131,14 @@ fn reply_json(path: &str) -> String {
 /// (their queries are option indices): an option no reply chose shares
 /// what the chosen ones left, at least [`CHOICE_FLOOR`].
 fn option_logprobs(candidates: &[Candidate], n: usize) -> Vec<f32> {
+    let replies: usize = candidates.iter().map(|c| c.votes).sum();
     let chosen: Vec<Option<f32>> = (0..n)
         .map(|i| {
             let c = candidates.iter().find(|c| c.query == i.to_string())?;
-            Some(c.logprob.unwrap_or_else(|| {
-                let replies: usize = candidates.iter().map(|c| c.votes).sum();
-                (c.votes as f32 / replies.max(1) as f32).ln()
-            }))
+            Some(
+                c.logprob
+                    .unwrap_or_else(|| (c.votes as f32 / replies.max(1) as f32).ln()),
+            )
         })
         .collect();
     let mass: f32 = chosen.iter().flatten().map(|lp| lp.exp()).sum();
@@ -208,19 +210,11 @@ pub(super) fn choose(
         }
     };
     let lps = option_logprobs(&chosen.candidates, offered.len());
-    let w: f32 = std::env::var("XCW")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(CHOICE_WEIGHT); // TUNE
-    eprintln!(
-        "XCHOICE {}",
-        serde_json::json!({"q": req.question, "opts": offered.iter().map(|(c, _)| &c.query).collect::<Vec<_>>(), "scores": offered.iter().map(|(c, _)| c.score).collect::<Vec<_>>(), "lps": &lps})
-    ); // TUNE
     let mut order: Vec<(f32, usize)> = offered
         .iter()
         .zip(&lps)
         .enumerate()
-        .map(|(i, ((c, _), lp))| (c.score + w * lp, i))
+        .map(|(i, ((c, _), lp))| (c.score + CHOICE_WEIGHT * lp, i))
         .collect();
     order.sort_by(|a, b| b.0.total_cmp(&a.0));
     let mut ranked = order.iter().map(|&(_, i)| NextQuery {
