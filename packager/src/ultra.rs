@@ -10,7 +10,8 @@ use anyhow::{bail, Context, Result};
 use kgbox_bundle::sections as s;
 use kgbox_bundle::ModelInfo;
 use kgbox_neural::engine::{self, tract::opset, Device, EngineKind};
-use kgbox_neural::model::{encode_f32s, relation_reps};
+use kgbox_neural::f32le::encode_f32s;
+use kgbox_neural::model::relation_reps;
 use kgbox_neural::{relgraph, UltraMeta};
 
 /// Hidden size of the published ULTRA checkpoints.

@@ -8,10 +8,11 @@
 //! is free, leads: it takes the queued projections behind it, up to
 //! [`BatchConfig::max_nodes`] subgraph nodes (one projection when batching
 //! is off), runs SEPPR and the subgraph of each, then the entity model once
-//! over all of them as a disjoint batch ([`UltraModel::logits_batch`]), and
-//! hands each its scores. There is no batching thread and no timer: a batch
-//! is whatever queued while the previous ones ran, so a request alone never
-//! waits, and a queued one waits for at most the batches ahead of it.
+//! over all of them as a disjoint batch ([`Scorer::score`], which the entity
+//! model implements), and hands each its scores. There is no batching thread
+//! and no timer: a batch is whatever queued while the previous ones ran, so a
+//! request alone never waits, and a queued one waits for at most the batches
+//! ahead of it.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,7 +21,6 @@ use std::sync::{Arc, Condvar, Mutex};
 use kgbox_bundle::Kg;
 use rayon::prelude::*;
 
-use crate::model::{ModelQuery, UltraModel};
 use crate::seppr::{self, SepprParams};
 use crate::subgraph::Subgraph;
 use crate::{NeuralError, Result};
@@ -57,6 +57,16 @@ pub struct Projection {
 
 /// Its result: the subgraph's nodes (global ids) and their logits.
 pub type Scored = (Vec<u32>, Vec<f32>);
+
+/// What scores the projections: the entity model
+/// ([`crate::model::UltraModel`]).
+pub trait Scorer: Sync {
+    /// The logits of every node of each item's graph, for the projection
+    /// along the item's relation (inverses from R) of its fuzzy start set
+    /// (one membership per node of the graph); one result per item, in
+    /// order. The items may run as one disjoint batch.
+    fn score(&self, items: &[(&Subgraph, usize, &[f32])]) -> Result<Vec<Vec<f32>>>;
+}
 
 struct Job {
     projection: Projection,
@@ -114,7 +124,7 @@ impl Batcher {
     pub fn project(
         &self,
         kg: &Kg<'_>,
-        model: &UltraModel,
+        model: &dyn Scorer,
         projection: Projection,
     ) -> Result<Scored> {
         let mut projection = projection;
@@ -169,7 +179,7 @@ impl Batcher {
         batch
     }
 
-    fn run(&self, kg: &Kg<'_>, model: &UltraModel, jobs: &[Arc<Job>]) {
+    fn run(&self, kg: &Kg<'_>, model: &dyn Scorer, jobs: &[Arc<Job>]) {
         self.batches.fetch_add(1, Ordering::Relaxed);
         self.projections.fetch_add(jobs.len(), Ordering::Relaxed);
         let sets: Vec<(&[(u32, f32)], SepprParams)> = jobs
@@ -183,23 +193,13 @@ impl Batcher {
             .zip(node_sets)
             .map(|(job, nodes)| subgraph_of(kg, &job.projection, nodes))
             .unzip();
-        let items: Vec<(&Subgraph, ModelQuery<'_>)> = jobs
+        let items: Vec<(&Subgraph, usize, &[f32])> = jobs
             .iter()
             .zip(&graphs)
             .zip(&starts)
-            .map(|((job, g), h)| {
-                let r = job.projection.relation;
-                (
-                    g,
-                    ModelQuery {
-                        condition: r,
-                        relation: r,
-                        h_prob: h,
-                    },
-                )
-            })
+            .map(|((job, g), h)| (g, job.projection.relation, h.as_slice()))
             .collect();
-        let results: Vec<Result<Vec<f32>, String>> = match model.logits_batch(&items) {
+        let results: Vec<Result<Vec<f32>, String>> = match model.score(&items) {
             Ok(r) if r.len() == jobs.len() => r.into_iter().map(Ok).collect(),
             Ok(r) => {
                 vec![Err(format!("{} results for {} graphs", r.len(), jobs.len())); jobs.len()]
@@ -216,17 +216,15 @@ impl Batcher {
 
 /// One projection on its own, without the gate: SEPPR, the subgraph, the
 /// entity model.
-pub fn project_alone(kg: &Kg<'_>, model: &UltraModel, projection: Projection) -> Result<Scored> {
+pub fn project_alone(kg: &Kg<'_>, model: &dyn Scorer, projection: Projection) -> Result<Scored> {
     let mut p = projection;
     p.seeds.sort_unstable_by_key(|s| s.0);
     let nodes = seppr::top_nodes(kg, &p.seeds, &p.params);
     let (graph, h_prob) = subgraph_of(kg, &p, nodes);
-    let query = ModelQuery {
-        condition: p.relation,
-        relation: p.relation,
-        h_prob: &h_prob,
-    };
-    let logits = model.logits(&graph, &[query])?.into_iter().next();
+    let logits = model
+        .score(&[(&graph, p.relation, &h_prob)])?
+        .into_iter()
+        .next();
     Ok((graph.nodes, logits.unwrap_or_default()))
 }
 

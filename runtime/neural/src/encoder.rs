@@ -124,6 +124,8 @@ pub struct Encoder {
     takes: [bool; 3],
     /// Pad to a multiple of [`SEQ_STEP`] (tract) rather than to the longest text.
     stepped: bool,
+    /// Components per embedding (the model's hidden size).
+    dim: usize,
     cache: Mutex<VectorCache>,
 }
 
@@ -158,7 +160,8 @@ impl Encoder {
         Encoder::load(EngineKind::Tract, Device::Cpu, onnx, tokenizer_json)
     }
 
-    /// [`Encoder::from_bytes`] on the chosen engine.
+    /// [`Encoder::from_bytes`] on the chosen engine. The model runs once on
+    /// a probe text, for the embedding dimension ([`TextEncoder::dim`]).
     pub fn load(
         kind: EngineKind,
         device: Device,
@@ -184,13 +187,16 @@ impl Encoder {
                 "the model needs inputs `input_ids` and `attention_mask`".into(),
             ));
         }
-        Ok(Encoder {
+        let mut encoder = Encoder {
             engine,
             tokenizer,
             takes,
             stepped,
+            dim: 0,
             cache: Mutex::new(VectorCache::new(CACHE_TEXTS)),
-        })
+        };
+        encoder.dim = encoder.states(&["dimension probe"])?.dim;
+        Ok(encoder)
     }
 
     /// Keeps the vectors of the last `texts` texts (0: none); empties the cache.
@@ -447,7 +453,18 @@ fn span_key(text: &str, spans: &[Range<usize>]) -> String {
 
 impl TextEncoder for Encoder {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncodeError> {
-        Encoder::embed(self, texts).map_err(Into::into)
+        Encoder::embed(self, texts).map_err(EncodeError::failed)
+    }
+
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    fn embed_spans(
+        &self,
+        items: &[(&str, Vec<Range<usize>>)],
+    ) -> Result<Vec<Vec<Vec<f32>>>, EncodeError> {
+        Encoder::embed_spans(self, items).map_err(EncodeError::failed)
     }
 }
 

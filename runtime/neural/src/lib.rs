@@ -16,6 +16,7 @@
 pub mod batcher;
 pub mod encoder;
 pub mod engine;
+pub mod f32le;
 pub mod kgc;
 pub mod meta;
 pub mod model;

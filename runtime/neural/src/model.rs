@@ -3,8 +3,9 @@
 
 use kgbox_bundle::sections;
 
-use crate::batcher::{BatchConfig, Batcher};
+use crate::batcher::{BatchConfig, Batcher, Scorer};
 use crate::engine::{self, Arg, Device, Engine, EngineKind};
+use crate::f32le::decode_f32s;
 use crate::meta::UltraMeta;
 use crate::native::{NativeUltra, Part};
 use crate::subgraph::Subgraph;
@@ -47,25 +48,6 @@ impl std::fmt::Debug for UltraModel {
             .field("meta", &self.meta)
             .finish_non_exhaustive()
     }
-}
-
-/// Decodes `f32` little-endian values.
-pub fn decode_f32s(bytes: &[u8]) -> Result<Vec<f32>> {
-    if !bytes.len().is_multiple_of(4) {
-        return Err(NeuralError::Invalid(format!(
-            "{} bytes is not a whole number of f32 values",
-            bytes.len()
-        )));
-    }
-    Ok(bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect())
-}
-
-/// Encodes `f32` values little-endian (the `model.ultra.relreps` section).
-pub fn encode_f32s(values: &[f32]) -> Vec<u8> {
-    values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
 impl UltraModel {
@@ -297,6 +279,25 @@ impl UltraModel {
             )));
         }
         Ok(out.chunks_exact(n).map(<[f32]>::to_vec).collect())
+    }
+}
+
+/// A projection along `r` conditions on `r` and queries `r`
+/// (UltraQuery's projection).
+impl Scorer for UltraModel {
+    fn score(&self, items: &[(&Subgraph, usize, &[f32])]) -> Result<Vec<Vec<f32>>> {
+        let items: Vec<(&Subgraph, ModelQuery<'_>)> = items
+            .iter()
+            .map(|&(graph, r, h_prob)| {
+                let query = ModelQuery {
+                    condition: r,
+                    relation: r,
+                    h_prob,
+                };
+                (graph, query)
+            })
+            .collect();
+        self.logits_batch(&items)
     }
 }
 

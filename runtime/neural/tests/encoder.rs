@@ -11,6 +11,7 @@ use std::process::Command;
 
 use kgbox_neural::encoder::{Encoder, EncoderError, VectorCache};
 use kgbox_neural::{Device, EngineKind};
+use kgbox_query::dense::TextEncoder;
 
 const TEXTS: [&str; 6] = [
     "Blade Runner",
@@ -69,6 +70,7 @@ fn texts() -> Vec<&'static str> {
 fn tract_embeddings_are_unit_vectors_independent_of_batching() {
     let encoder = Encoder::from_bytes(&model(), &tokenizer()).expect("encoder");
     assert_eq!(encoder.engine(), "tract");
+    assert_eq!(TextEncoder::dim(&encoder), 384);
     let texts = texts();
     let batched = encoder.embed(&texts).expect("embed");
     assert_eq!(batched.len(), texts.len());

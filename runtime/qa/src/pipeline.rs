@@ -19,7 +19,7 @@ use crate::question::Topic;
 use crate::rerank::apply::{ApplyError, CandidateFeatures};
 use crate::rerank::{RerankError, RerankInfo, Reranker};
 use crate::strategies::{StrategyOptions, StrategyReport};
-use crate::Embedder;
+use kgbox_query::dense::TextEncoder;
 
 pub use crate::arbitrate::AskAnswer;
 pub use crate::confidence::Confidence;
@@ -158,7 +158,7 @@ pub struct Context<'a, 'k> {
     pub kg: &'a Kg<'k>,
     pub learned: Option<&'a LearnedPlanner>,
     pub relvecs: Option<&'a RelationVectors>,
-    pub embedder: Option<&'a dyn Embedder>,
+    pub embedder: Option<&'a dyn TextEncoder>,
     /// The relations' word vectors of the path ranker.
     pub steps: Option<&'a crate::planner::StepVectors>,
     /// The chat model for the `llm` or `local` planner and the arbitrator.

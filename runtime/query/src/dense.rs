@@ -1,8 +1,8 @@
 //! The dense side of entity linking that needs no model: the bundle's
 //! nearest-neighbour index of entity-name embeddings (`kg.dense.*`), its
-//! quantization, and the [`TextEncoder`] trait through which linking gets
-//! embeddings (the runtime passes the bundle's sentence encoder, which
-//! `kgbox-neural` runs).
+//! quantization, and the [`TextEncoder`] trait through which linking and the
+//! question-answering planners (`kgbox-qa`) get embeddings (the runtime
+//! passes the bundle's sentence encoder, which `kgbox-neural` runs).
 //!
 //! Embeddings are unit vectors. The index stores one vector per entity, in
 //! entity-id order, each component quantized to `i8` as `round(x * 127)`;
@@ -10,17 +10,50 @@
 //! `d² = 2 - 2·cos`, and the candidates' probabilities follow ULTRAG's Eq. 1
 //! (see [`crate::link::eq1`]).
 
+use std::ops::Range;
+
 use serde::{Deserialize, Serialize};
 
 /// The quantization the packager writes and this runtime reads.
 pub const QUANTIZATION: &str = "i8-round-127";
 
-/// What a [`TextEncoder`] fails with; its message is shown as it is.
-pub type EncodeError = Box<dyn std::error::Error + Send + Sync>;
+/// What a [`TextEncoder`] fails with.
+#[derive(Debug, thiserror::Error)]
+pub enum EncodeError {
+    /// The encoder failed; its own message is shown as it is.
+    #[error(transparent)]
+    Failed(Box<dyn std::error::Error + Send + Sync>),
+    /// [`TextEncoder::embed_spans`] of an encoder that cannot pool spans.
+    #[error("this encoder cannot pool spans of a text")]
+    NoSpans,
+}
 
-/// A sentence encoder: unit-length embeddings of texts, in order.
+impl EncodeError {
+    /// An encoder's own error (or message).
+    pub fn failed(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> EncodeError {
+        EncodeError::Failed(e.into())
+    }
+}
+
+/// A sentence encoder: unit-length embeddings of texts, in order. The
+/// runtime passes the bundle's encoder (`model.encoder.*`).
 pub trait TextEncoder: Send + Sync {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncodeError>;
+
+    /// Components per embedding.
+    fn dim(&self) -> usize;
+
+    /// For each `(text, spans)`: the whole text's vector, then one per span
+    /// (byte ranges of the text) pooled from the same pass over the text
+    /// (see `kgbox_neural::Encoder::embed_spans`). By default, an encoder
+    /// cannot ([`EncodeError::NoSpans`]).
+    fn embed_spans(
+        &self,
+        items: &[(&str, Vec<Range<usize>>)],
+    ) -> Result<Vec<Vec<Vec<f32>>>, EncodeError> {
+        let _ = items;
+        Err(EncodeError::NoSpans)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

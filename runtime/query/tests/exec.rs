@@ -316,7 +316,7 @@ fn budgets_and_unknown_names_are_errors() {
 
 /// A stand-in projection with fixed scores, to check how the executor
 /// combines a learned projection with the KG (the real one is tested in
-/// `kgbox-neural` and `tests/e2e/neural.rs`).
+/// `kgbox-neural` and `tests/e2e/query/neural.rs`).
 struct FixedScores(Vec<(u32, f32)>);
 
 impl kgbox_query::Projector for FixedScores {

@@ -609,7 +609,7 @@ impl TextEncoder for FakeEncoder {
             .map(|t| {
                 let t = t.to_lowercase();
                 if t.contains("fail") {
-                    return Err("the encoder is down".into());
+                    return Err(EncodeError::failed("the encoder is down"));
                 }
                 let angle = if t.contains("replicant") {
                     self.near * 0.15 + 0.01
@@ -619,6 +619,10 @@ impl TextEncoder for FakeEncoder {
                 Ok(angle_vector(angle))
             })
             .collect()
+    }
+
+    fn dim(&self) -> usize {
+        2
     }
 }
 

@@ -13,7 +13,7 @@ use ort::ep::{self, ExecutionProvider};
 use ort::session::{Session, SessionInputValue};
 use ort::value::Tensor;
 
-use super::{Arg, Device, Engine, Threads};
+use super::api::{Arg, Device, Engine, Threads};
 use crate::{NeuralError, Result};
 
 /// The environment variable naming the ONNX Runtime library.

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use tract_onnx::prelude::*;
 
-use super::{Arg, Engine};
+use super::api::{Arg, Engine};
 use crate::{NeuralError, Result};
 
 pub struct TractEngine {

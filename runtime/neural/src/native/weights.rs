@@ -74,7 +74,7 @@ fn floats(t: &TensorProto) -> Result<Vec<f32>> {
     let values = if t.raw_data.is_empty() {
         t.float_data.clone()
     } else {
-        crate::model::decode_f32s(&t.raw_data)?
+        crate::f32le::decode_f32s(&t.raw_data)?
     };
     if values.len() != want {
         return Err(invalid(format!(

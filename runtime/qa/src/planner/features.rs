@@ -17,7 +17,7 @@ use kgbox_bundle::Kg;
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "train")]
-use crate::Embedder;
+use kgbox_query::dense::TextEncoder;
 
 /// Sizes of the feature blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -181,7 +181,7 @@ pub fn featurize(
 /// Embeds masked questions with `embedder` when the spec wants embeddings.
 #[cfg(feature = "train")]
 pub fn embed_all(
-    embedder: Option<&dyn Embedder>,
+    embedder: Option<&dyn TextEncoder>,
     masked: &[&str],
     spec: &FeatureSpec,
 ) -> Result<Vec<Option<Vec<f32>>>, String> {
@@ -191,12 +191,17 @@ pub fn embed_all(
     let embedder =
         embedder.ok_or_else(|| "the planner needs the bundle's sentence encoder".to_string())?;
     check_dim(embedder, spec)?;
-    Ok(embedder.embed(masked)?.into_iter().map(Some).collect())
+    Ok(embedder
+        .embed(masked)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .map(Some)
+        .collect())
 }
 
 /// An error unless `embedder` gives the vectors `spec` was trained on.
 #[cfg(feature = "train")]
-pub fn check_dim(embedder: &dyn Embedder, spec: &FeatureSpec) -> Result<(), String> {
+pub fn check_dim(embedder: &dyn TextEncoder, spec: &FeatureSpec) -> Result<(), String> {
     if embedder.dim() != spec.embed_dim {
         return Err(format!(
             "the planner was trained on {}-dimensional embeddings, the encoder gives {}",

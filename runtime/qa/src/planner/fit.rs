@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use super::features::{check_dim, embed_all, FeatureSpec, Features};
 use super::heads::{check_pooled, pooled_spans};
 use super::learned::softmax;
-use crate::Embedder;
+use kgbox_query::dense::TextEncoder;
 
 /// Knobs of the fit.
 #[derive(Debug, Clone, Copy)]
@@ -108,7 +108,7 @@ pub(super) fn fit(
 /// The encoder's vector of each distinct text (none without an encoder).
 pub(super) fn embed_distinct(
     texts: &[&str],
-    embedder: Option<&dyn Embedder>,
+    embedder: Option<&dyn TextEncoder>,
     spec: &FeatureSpec,
     stage: &str,
     progress: &mut dyn FnMut(&str, usize, usize),
@@ -123,7 +123,7 @@ pub(super) fn embed_distinct(
 /// [`super::heads::HeadKind::ALL`] order), from one pass of the encoder per text.
 pub(super) fn embed_pooled(
     texts: &[&str],
-    embedder: &dyn Embedder,
+    embedder: &dyn TextEncoder,
     spec: &FeatureSpec,
     stage: &str,
     progress: &mut dyn FnMut(&str, usize, usize),
@@ -132,7 +132,7 @@ pub(super) fn embed_pooled(
     each_distinct(texts, stage, progress, |chunk| {
         let items: Vec<(&str, Vec<std::ops::Range<usize>>)> =
             chunk.iter().map(|t| (*t, pooled_spans(t))).collect();
-        let vectors = embedder.embed_spans(&items)?;
+        let vectors = embedder.embed_spans(&items).map_err(|e| e.to_string())?;
         check_pooled(&vectors, chunk.len())?;
         Ok(vectors.into_iter().map(Some).collect())
     })

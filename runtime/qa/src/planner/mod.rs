@@ -35,8 +35,8 @@ use serde::{Deserialize, Serialize};
 use crate::llm::ChatBackend;
 use crate::prompt::EntityInfo;
 use crate::question::{mask, LinkedEntity, Topic};
-use crate::Embedder;
 use heads::WindowVectors;
+use kgbox_query::dense::TextEncoder;
 
 pub use learned::{LearnedPlanner, Prediction, DEFAULT_THRESHOLD};
 pub use llm::{Candidate, LlmPlanError, Rejected};
@@ -150,7 +150,7 @@ pub struct Planners<'a, 'k> {
     pub kg: &'a Kg<'k>,
     pub learned: Option<&'a LearnedPlanner>,
     pub relvecs: Option<&'a RelationVectors>,
-    pub embedder: Option<&'a dyn Embedder>,
+    pub embedder: Option<&'a dyn TextEncoder>,
     /// The chat model of the `llm` and `local` planners.
     pub chat: Option<&'a dyn ChatBackend>,
     /// The relations' word vectors of the path ranker ([`paths`]), when
@@ -348,7 +348,7 @@ fn pooled_vectors(
     let spans = heads::pooled_spans(masked);
     let out = embedder(p)?
         .embed_spans(&[(masked, spans)])
-        .map_err(PlanError::Embed)?;
+        .map_err(|e| PlanError::Embed(e.to_string()))?;
     heads::check_pooled(&out, 1).map_err(PlanError::Embed)?;
     let mut vectors: Vec<Option<Vec<f32>>> = out.into_iter().flatten().map(Some).collect();
     let windows = heads
@@ -359,7 +359,7 @@ fn pooled_vectors(
 }
 
 /// The bundle's sentence encoder, or the error that the planner needs it.
-fn embedder<'a>(p: &Planners<'a, '_>) -> Result<&'a dyn Embedder, PlanError> {
+fn embedder<'a>(p: &Planners<'a, '_>) -> Result<&'a dyn TextEncoder, PlanError> {
     p.embedder.ok_or_else(|| {
         PlanError::NoPlanner(
             "the planner needs the bundle's sentence encoder, which is not loaded".into(),
@@ -376,7 +376,9 @@ fn embed_texts(
     if !needed {
         return Ok(vec![None; texts.len()]);
     }
-    let vecs = embedder(p)?.embed(texts).map_err(PlanError::Embed)?;
+    let vecs = embedder(p)?
+        .embed(texts)
+        .map_err(|e| PlanError::Embed(e.to_string()))?;
     if vecs.len() != texts.len() {
         return Err(PlanError::Embed(format!(
             "the encoder returned {} vectors for {} texts",

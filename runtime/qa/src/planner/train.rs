@@ -23,7 +23,7 @@ use super::learned::{Demo, LearnedPlanner, PlannerMeta, DEFAULT_THRESHOLD, FORMA
 use super::template::Template;
 use super::train_heads::{train_heads, HeadExamples};
 use crate::question::{mask, mention_range, MASK};
-use crate::Embedder;
+use kgbox_query::dense::TextEncoder;
 
 /// One line of an examples file.
 #[derive(Debug, Clone, PartialEq)]
@@ -258,7 +258,7 @@ pub fn train(
     kg: &Kg<'_>,
     prepared: &[Prepared],
     skipped: Vec<(usize, String)>,
-    embedder: Option<&dyn Embedder>,
+    embedder: Option<&dyn TextEncoder>,
     encoder_name: Option<&str>,
     opts: &TrainOptions,
     progress: &mut dyn FnMut(&str, usize, usize),

@@ -11,7 +11,7 @@ use super::features::{featurize, FeatureSpec, Features};
 use super::fit::{embed_distinct, fit_scored, TrainOptions};
 use super::heads::{HeadKind, HeadMeta};
 use super::template::Template;
-use crate::Embedder;
+use kgbox_query::dense::TextEncoder;
 
 /// The planner's examples as the heads see them (index `i` is one example).
 pub(super) struct HeadExamples<'a> {
@@ -32,7 +32,7 @@ pub(super) struct HeadExamples<'a> {
 pub(super) fn train_heads(
     kg: &Kg<'_>,
     ex: &HeadExamples<'_>,
-    embedder: Option<&dyn Embedder>,
+    embedder: Option<&dyn TextEncoder>,
     pooled: Option<&HashMap<String, Vec<Vec<f32>>>>,
     spec: &FeatureSpec,
     opts: &TrainOptions,

@@ -6,6 +6,7 @@
 use std::ops::Range;
 use std::sync::Mutex;
 
+use kgbox_query::dense::{EncodeError, TextEncoder};
 use kgbox_query::link::Method;
 
 use super::features::FeatureSpec;
@@ -14,7 +15,6 @@ use super::learned::{LearnedPlanner, PlannerMeta};
 use super::{plan, PathRanker, PlanError, PlanRequest, Planned, PlannerKind, Planners};
 use crate::question::{mask, Topic};
 use crate::rerank::test_graph::graph;
-use crate::Embedder;
 
 const FILMS: &[(&str, &str, &str)] = &[
     ("Alien", "directed_by", "Ridley Scott"),
@@ -35,8 +35,8 @@ fn unit() -> Vec<f32> {
     vec![0.5; DIM]
 }
 
-impl Embedder for Recording {
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+impl TextEncoder for Recording {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncodeError> {
         let texts: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
         let n = texts.len();
         self.texts.lock().unwrap().push(texts);
@@ -48,9 +48,9 @@ impl Embedder for Recording {
     fn embed_spans(
         &self,
         items: &[(&str, Vec<Range<usize>>)],
-    ) -> Result<Vec<Vec<Vec<f32>>>, String> {
+    ) -> Result<Vec<Vec<Vec<f32>>>, EncodeError> {
         if !self.pools {
-            return Err("this encoder cannot pool spans of a text".into());
+            return Err(EncodeError::NoSpans);
         }
         let mut out = Vec::new();
         for (text, spans) in items {

@@ -9,7 +9,7 @@ use kgbox_query::Answers;
 use super::{NameSimilarity, RerankError, RerankInfo, Reranker, WIDTH};
 use crate::question::{mask, LinkedEntity, Topic};
 use crate::rerank;
-use crate::Embedder;
+use kgbox_query::dense::TextEncoder;
 
 /// One candidate's reranker features.
 #[derive(Debug, Clone)]
@@ -37,7 +37,7 @@ pub(crate) struct RerankInput<'a, 'k> {
     pub export_features: bool,
     /// Candidates featurized for export when no reranker runs.
     pub candidates: usize,
-    pub embedder: Option<&'a dyn Embedder>,
+    pub embedder: Option<&'a dyn TextEncoder>,
     /// Cosine similarity of a question embedding to an entity's name vector.
     pub name_similarity: Option<&'a NameSimilarity<'a>>,
     pub question: &'a str,
@@ -91,7 +91,7 @@ pub(crate) fn rerank_candidates(
                 let text = topic.map(|t| mask(question, t.range));
                 let text = text.as_deref().unwrap_or(question);
                 e.embed(&[text])
-                    .map_err(ApplyError::Embed)?
+                    .map_err(|e| ApplyError::Embed(e.to_string()))?
                     .into_iter()
                     .next()
             }

@@ -23,8 +23,8 @@ use std::collections::BTreeSet;
 
 use kgbox_bundle::Kg;
 
-use crate::Embedder;
 use chunks::{Phrases, Weights};
+use kgbox_query::dense::TextEncoder;
 pub use relation_words::{end_types, is_type, relation_domain, relation_texts};
 
 /// One step of a path: a relation, followed forward or backward.
@@ -112,11 +112,11 @@ fn unit(mut v: Vec<f32>) -> Vec<f32> {
     v
 }
 
-fn embed_all(embedder: &dyn Embedder, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
+fn embed_all(embedder: &dyn TextEncoder, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
     let mut out = Vec::with_capacity(texts.len());
     for batch in texts.chunks(BATCH) {
         let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
-        let vecs = embedder.embed(&refs)?;
+        let vecs = embedder.embed(&refs).map_err(|e| e.to_string())?;
         if vecs.len() != refs.len() {
             return Err(format!(
                 "the encoder returned {} vectors for {} texts",
@@ -131,7 +131,7 @@ fn embed_all(embedder: &dyn Embedder, texts: &[String]) -> Result<Vec<Vec<f32>>,
 
 impl StepVectors {
     /// Embeds every relation's texts.
-    pub fn build(kg: &Kg<'_>, embedder: &dyn Embedder) -> Result<StepVectors, String> {
+    pub fn build(kg: &Kg<'_>, embedder: &dyn TextEncoder) -> Result<StepVectors, String> {
         // Per relation, its PER_RELATION texts in `vector`'s order.
         let slots: Vec<Option<String>> = (0..kg.relation_count() as u32)
             .zip(end_types(kg))
@@ -231,7 +231,7 @@ pub struct Question {
 impl Question {
     /// Embeds the phrases of `masked` (the question with its topic as
     /// `mask`) in one batch.
-    pub fn new(masked: &str, mask: &str, embedder: &dyn Embedder) -> Result<Question, String> {
+    pub fn new(masked: &str, mask: &str, embedder: &dyn TextEncoder) -> Result<Question, String> {
         let phrases = chunks::phrases(masked, mask);
         let vecs = embed_all(embedder, &phrases.texts)?;
         Ok(Question { phrases, vecs })

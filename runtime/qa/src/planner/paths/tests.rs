@@ -6,6 +6,7 @@ use super::*;
 use crate::planner::{plan, PathMode, PathRanker, PlanRequest, PlannerKind, Planners};
 use crate::question::Topic;
 use crate::rerank::test_graph::graph;
+use kgbox_query::dense::EncodeError;
 
 /// Words and the direction each stands for; every other word is
 /// [`OTHER`] at a third of the weight.
@@ -28,8 +29,8 @@ const DIM: usize = 8;
 
 struct Words;
 
-impl Embedder for Words {
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+impl TextEncoder for Words {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncodeError> {
         Ok(texts
             .iter()
             .map(|t| {
