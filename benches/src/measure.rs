@@ -21,7 +21,7 @@ const KEY_SEED: [u8; 32] = *b"kgbox-perf fixed benchmark seed!";
 /// Fixed creation time, so that every pack writes the same bytes.
 const CREATED_UNIX: u64 = 1_700_000_000;
 /// The packager's default zstd level (`kgbox-pack build --level`).
-pub const PACK_LEVEL: i32 = 19;
+pub const PACK_LEVEL: i32 = kgbox_pack::pack::DEFAULT_LEVEL;
 
 /// A guard against a hung install, not a target: a 100M-triple image takes minutes.
 const INSTALL_LIMIT: Duration = Duration::from_secs(3600);
@@ -51,24 +51,13 @@ pub struct PackFigures {
 pub fn pack_options(kb: &Path, name: &str, version: semver::Version) -> PackOptions {
     PackOptions {
         triples: kb.to_path_buf(),
-        format: None,
-        label_predicates: Vec::new(),
-        aliases: None,
-        relations: None,
         name: name.into(),
         version,
-        compatible: DEFAULT_COMPATIBLE.into(),
         level: PACK_LEVEL,
         created_unix: Some(CREATED_UNIX),
         progress: false,
-        ultra: None,
-        train: None,
-        example_facts: false,
         planner: None,
-        reranker: None,
-        probes: Vec::new(),
-        allow_failing_probes: false,
-        scale: Default::default(),
+        ..Default::default()
     }
 }
 

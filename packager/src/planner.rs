@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -15,7 +14,7 @@ use kgbox_neural::seppr::SepprParams;
 use kgbox_neural::{NeuralProjector, UltraModel};
 use kgbox_qa::planner::train::{self, CalibrationCase, Prepared, TrainOptions};
 use kgbox_qa::planner::zeroshot::{relation_text, RelationVectors};
-use kgbox_qa::{Embedder, EncoderEmbedder};
+use kgbox_query::dense::TextEncoder;
 use kgbox_query::{ExecOptions, Executor, ParseLimits};
 
 use crate::synth::SynthOptions;
@@ -41,6 +40,20 @@ pub struct PlannerOptions {
     /// With no examples and an encoder in the bundle: train the planner on
     /// questions synthesised from the graph's own paths ([`crate::synth`]).
     pub synthesize: bool,
+}
+
+impl Default for PlannerOptions {
+    /// `kgbox-pack build`'s planner without its planner flags: no examples,
+    /// calibrated for the symbolic executor, the encoder used and questions
+    /// synthesised when the bundle has one.
+    fn default() -> PlannerOptions {
+        PlannerOptions {
+            examples: None,
+            executor: Executor::Symbolic,
+            use_encoder: true,
+            synthesize: true,
+        }
+    }
 }
 
 pub struct PlannerSections {
@@ -96,11 +109,9 @@ pub fn sections(
     let get = |name: &str| aligned.get(name);
     let kg = aligned.kg()?;
     let embedder = match (get(s::ENCODER_ONNX), get(s::ENCODER_TOKENIZER)) {
-        (Some(onnx), Some(tok)) => {
-            let enc = kgbox_neural::Encoder::from_bytes(onnx, tok)
-                .context("the encoder cannot be loaded")?;
-            Some(EncoderEmbedder::new(Arc::new(enc)).map_err(anyhow::Error::msg)?)
-        }
+        (Some(onnx), Some(tok)) => Some(
+            kgbox_neural::Encoder::from_bytes(onnx, tok).context("the encoder cannot be loaded")?,
+        ),
         _ => None,
     };
     let mut out = PlannerSections {
@@ -168,7 +179,7 @@ pub fn sections(
         &kg,
         &prepared,
         skipped,
-        planner_embedder.map(|e| e as &dyn Embedder),
+        planner_embedder.map(|e| e as &dyn TextEncoder),
         encoder_name.as_deref(),
         &TrainOptions::default(),
         &mut on_progress,

@@ -14,7 +14,6 @@ use kgbox_bundle::sections::include_in_image;
 use kgbox_bundle::{
     AlignedBytes, BundleReader, ImageView, Kg, Limits, Manifest, PublicKey, SecretKey, TrustedKeys,
 };
-use kgbox_pack::pack::DEFAULT_COMPATIBLE;
 use kgbox_pack::PackOptions;
 
 /// The packager binary built for these tests.
@@ -49,24 +48,13 @@ pub fn write_key(dir: &Path) -> PathBuf {
 pub fn options(triples: &Path) -> PackOptions {
     PackOptions {
         triples: triples.to_path_buf(),
-        format: None,
-        label_predicates: Vec::new(),
-        aliases: None,
-        relations: None,
         name: "test-bundle".into(),
         version: semver::Version::new(1, 2, 3),
-        compatible: DEFAULT_COMPATIBLE.into(),
         level: 3,
         created_unix: Some(1_700_000_000),
         progress: false,
-        ultra: None,
-        train: None,
-        example_facts: false,
         planner: None,
-        reranker: None,
-        probes: Vec::new(),
-        allow_failing_probes: false,
-        scale: Default::default(),
+        ..Default::default()
     }
 }
 
