@@ -8,7 +8,8 @@ Usage: scripts/module-cycles.py CRATE_SRC_DIR [...]
 A module is a file (lib.rs = crate root, foo.rs or foo/mod.rs = foo, foo/bar.rs = foo::bar).
 An edge A -> B is any path in A's code (a `use` or an inline path, comments stripped, code
 inside `#[cfg(test)] mod tests` included) that names `crate::B...`, `super::...` or `self::...`
-resolving to module B (the longest known module prefix of the path), B != A.
+resolving to module B (the longest known module prefix of the path), B != A. Inside an inline
+`mod x { ... }` (such as `mod tests`), `super` is the file's own module.
 Declarations (`mod b;`) are not edges. Cycles are the strongly connected components with more
 than one module; for each, one shortest cycle through its members is printed.
 """
@@ -91,14 +92,33 @@ def graph(src):
     edges = {m: set() for m in mods}
     for m, p in mods.items():
         text = strip_comments(open(p, encoding="utf-8").read())
-        paths = expand_use_groups(text)
-        paths += re.findall(r"\b((?:crate|super|self)(?:::\w+)+)", text)
-        for path in paths:
-            path = re.sub(r"\s+as\s+\w+$", "", path)
-            t = resolve(path, m, mods, p.endswith("mod.rs"))
-            if t is not None and t != m:
-                edges[m].add(t)
+        for base, part in inline_modules(text, m):
+            paths = expand_use_groups(part)
+            paths += re.findall(r"\b((?:crate|super|self)(?:::\w+)+)", part)
+            for path in paths:
+                path = re.sub(r"\s+as\s+\w+$", "", path)
+                t = resolve(path, base, mods, p.endswith("mod.rs"))
+                if t is not None and t != m:
+                    edges[m].add(t)
     return mods, edges
+
+def inline_modules(text, here):
+    """Splits a file's text into (module path, text) parts: the file's own code, and the body
+    of each inline `mod name { ... }` (e.g. `mod tests`), where `super` is the file's module."""
+    parts, rest, pos = [], [], 0
+    for m in re.finditer(r"\bmod\s+(\w+)\s*\{", text):
+        if m.start() < pos:
+            continue
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += text[i] == "{"
+            depth -= text[i] == "}"
+            i += 1
+        rest.append(text[pos:m.start()])
+        parts.append((here + (m.group(1),), text[m.end():i]))
+        pos = i
+    rest.append(text[pos:])
+    return [(here, "".join(rest))] + parts
 
 def sccs(edges):
     index, low, stack, on, out, i = {}, {}, [], set(), [], [0]

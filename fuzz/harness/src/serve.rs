@@ -54,7 +54,6 @@ fn device() -> &'static Device {
             request_timeout: std::time::Duration::from_millis(cfg.http.request_timeout_ms),
             config: cfg.clone(),
             admin_token: Some(TOKEN.into()),
-            mqtt_stats: Arc::new(kgbox::mqtt::MqttStats::default()),
         });
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()

@@ -22,6 +22,7 @@ use crate::error::Error;
 use crate::install::{self, InstallOptions};
 use crate::loaded::{LoadedBundle, Source};
 use crate::served::Served;
+use crate::service::executors::Overrides;
 use crate::store::{Health, Slot, SlotRecord, Store};
 
 /// The messages: what a deployment reports (`PUT /v1/bundles`) and what
@@ -95,18 +96,20 @@ fn bundle_ref(b: &LoadedBundle) -> BundleRef {
 /// a store that is down must not roll it back).
 pub fn run_probes(served: &Served, cfg: &Config) -> Result<Vec<ProbeOutcome>, String> {
     let kg = served.bundle.kg().map_err(|e| e.to_string())?;
-    let mut opts = cfg.query.exec_options();
-    opts.executor = match served.executor.mode {
+    let executors = &served.executors;
+    let executor = match executors.config.mode {
         kgbox_query::Executor::SparqlStore => kgbox_query::Executor::Symbolic,
         mode => mode,
     };
-    opts.deadline = Some(Instant::now() + Duration::from_millis(cfg.health.probe_timeout_ms));
-    let projector = crate::neural::projector(
-        &kg,
-        served.model.as_deref(),
-        opts.executor,
-        served.executor.seppr(served.executor.seppr_k),
-    );
+    let overrides = Overrides {
+        executor: Some(executor),
+        deadline: Some(Instant::now() + Duration::from_millis(cfg.health.probe_timeout_ms)),
+        ..Overrides::default()
+    };
+    let run = executors
+        .options(&cfg.query, &overrides)
+        .map_err(|e| e.to_string())?;
+    let projector = executors.projector(&kg, executor, run.seppr);
     let projector = projector.as_ref().map(|p| p as &dyn kgbox_query::Projector);
     let limits = cfg.query.parse_limits();
     Ok(served
@@ -114,7 +117,7 @@ pub fn run_probes(served: &Served, cfg: &Config) -> Result<Vec<ProbeOutcome>, St
         .manifest()
         .probes
         .iter()
-        .map(|p| run_probe(&kg, p, &limits, &opts, projector))
+        .map(|p| run_probe(&kg, p, &limits, &run.exec, projector))
         .collect())
 }
 

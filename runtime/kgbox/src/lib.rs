@@ -1,9 +1,13 @@
 //! kgbox runtime: installs signed KG bundles into A/B slots, memory-maps the
 //! active one, and serves it over HTTP.
 //!
-//! Layers: [`config`] → [`store`] (slots, LMDB state) → [`install`] (verify,
-//! write image, flip) → [`loaded`] (the mapped bundle) → [`entity`] (lookups)
-//! → [`http`] (the only module that knows the wire format).
+//! Layers, each importing only from those after it: [`server`] (the front
+//! ends together) → the front ends ([`http`], the only module that knows
+//! the wire format; [`mqtt`]) →
+//! [`service`] (query and ask, no transport) → [`served`] and [`deploy`]
+//! (the bundle being served and how it changes) → [`install`] (verify,
+//! write image, flip) → [`loaded`] (the mapped bundle) → [`store`] (slots,
+//! LMDB state) → [`config`].
 
 pub mod config;
 pub mod config_print;
@@ -18,10 +22,11 @@ pub mod loaded;
 pub mod logging;
 pub mod metrics;
 pub mod mqtt;
-pub mod neural;
 pub mod qa;
 pub mod request_id;
 pub mod served;
+pub mod server;
+pub mod service;
 pub mod sparql_store;
 pub mod store;
 pub mod systemd;

@@ -7,8 +7,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kgbox_bundle::sections as s;
-use kgbox_neural::seppr::SepprParams;
-use kgbox_neural::UltraModel;
 use kgbox_qa::llm::audit::AuditLog;
 use kgbox_qa::llm::openai::OpenAiClient;
 use kgbox_qa::llm::ChatBackend;
@@ -16,20 +14,21 @@ use kgbox_qa::planner::StepVectors;
 use kgbox_qa::rerank::Reranker;
 use kgbox_qa::RelationVectors;
 use kgbox_qa::{
-    AskError, AskOptions, AskResult, Context, Embedder, ExecSpec, LearnedPlanner, PlannerKind,
-    Stages,
+    AskError, AskOptions, AskResult, Context, ExecSpec, LearnedPlanner, PlannerKind, Stages,
 };
+use kgbox_query::dense::TextEncoder;
 use kgbox_query::link::{LinkOptions, Mention};
-use kgbox_query::{Answers, Executor, ParseLimits, QueryError};
+use kgbox_query::{Answers, ParseLimits, QueryError};
 
 use crate::config::Config;
 use crate::loaded::LoadedBundle;
+use crate::service::executors::{Executors, RunOptions};
 
 /// What a loaded bundle and the configuration offer for questions.
 pub struct Qa {
     pub learned: Option<LearnedPlanner>,
     pub relvecs: Option<RelationVectors>,
-    pub embedder: Option<Box<dyn Embedder>>,
+    pub embedder: Option<Arc<dyn TextEncoder>>,
     /// The OpenAI-compatible endpoint, when one is configured.
     pub llm: Option<Arc<dyn ChatBackend>>,
     /// The in-process model, when one is configured.
@@ -41,23 +40,21 @@ pub struct Qa {
     pub strategies: crate::metrics::StrategyCounters,
     /// Which planner wrote the queries, for `/metrics`.
     pub plans: crate::metrics::PlanCounters,
-    /// The `sparql_store` executor's store for this bundle (or why none).
-    pub store: Arc<crate::sparql_store::SparqlStore>,
     /// The path ranker's relation vectors, made on the first question
     /// (`None` without an encoder, or when embedding them failed).
     steps: std::sync::OnceLock<Option<StepVectors>>,
 }
 
 /// One question's settings (request fields over the configuration).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct AskParams {
     pub planner: Option<PlannerKind>,
+    /// Final answers at most (default: `planner.top_k`).
     pub top_k: Option<usize>,
-    pub executor: Option<Executor>,
-    pub seppr_k: Option<usize>,
-    /// Provenance paths per answer.
-    pub paths: Option<usize>,
-    pub deadline: Option<Instant>,
+    /// The executor's options (from
+    /// [`Executors::options`](crate::service::executors::Executors::options)):
+    /// its `top_k` is replaced by each stage's number of candidates.
+    pub run: RunOptions,
     /// Use the bundle's reranker (default: `planner.rerank`).
     pub rerank: Option<bool>,
     /// Return the reranker features of the candidates.
@@ -67,6 +64,21 @@ pub struct AskParams {
     /// Let the LLM planner fall through to the retrieval strategies
     /// (default: `planner.strategies.enabled`).
     pub strategies: Option<bool>,
+}
+
+impl AskParams {
+    /// Every setting at its configured default, with the executor's `run`.
+    pub fn new(run: RunOptions) -> AskParams {
+        AskParams {
+            planner: None,
+            top_k: None,
+            run,
+            rerank: None,
+            export_features: false,
+            repair: None,
+            strategies: None,
+        }
+    }
 }
 
 impl Qa {
@@ -102,7 +114,7 @@ impl Qa {
             .section(s::PLANNER_RELVECS)
             .map(|b| RelationVectors::from_section(b, kg.relation_count()))
             .transpose()?;
-        let embedder = embedder(encoder)?;
+        let embedder = embedder(encoder);
         let llm_cfg = &cfg.llm;
         let endpoint = llm_cfg.checked_endpoint().map_err(|e| e.to_string())?;
         let audit = match &endpoint {
@@ -141,10 +153,6 @@ impl Qa {
             reranker,
             strategies: crate::metrics::StrategyCounters,
             plans: crate::metrics::PlanCounters,
-            store: Arc::new(crate::sparql_store::SparqlStore::for_bundle(
-                &cfg.sparql_store,
-                &bundle.manifest().name,
-            )),
             steps: std::sync::OnceLock::new(),
         })
     }
@@ -202,7 +210,7 @@ impl Qa {
         &self,
         bundle: &LoadedBundle,
         encoder: Option<&crate::dense::Encoder>,
-        model: Option<&UltraModel>,
+        executors: &Executors,
         cfg: &Config,
         question: &str,
         params: &AskParams,
@@ -236,20 +244,14 @@ impl Qa {
                 ..cfg.planner.strategies
             },
         };
-        let stages = Served {
+        let stages = BundleStages {
             bundle,
             kg: &kg,
             encoder,
-            model,
-            store: &self.store,
-            cfg,
-            params,
+            executors,
+            run: &params.run,
             link: LinkOptions::default(),
             limits: cfg.query.parse_limits(),
-            executor: params.executor.unwrap_or(cfg.executor.mode),
-            seppr: cfg
-                .executor
-                .seppr(params.seppr_k.unwrap_or(cfg.executor.seppr_k)),
         };
         let similarity = crate::dense::name_similarity(bundle, &kg);
         let ctx = Context {
@@ -273,52 +275,37 @@ impl Qa {
         if let Ok(r) = &result {
             self.strategies.record(r.planner, r);
             self.plans.record(planner, r);
-            crate::metrics::record_ask(stages.executor.name(), r);
+            crate::metrics::record_ask(params.run.exec.executor.name(), r);
         }
         result
     }
 }
 
-/// The question pipeline's stages as served: linking with the dense stage
-/// when the encoder is loaded, the configured executor with the request's
-/// overrides.
-struct Served<'a, 'k> {
+/// The question pipeline's stages over the served bundle: linking with the
+/// dense stage when the encoder is loaded, the request's executor.
+struct BundleStages<'a, 'k> {
     bundle: &'a LoadedBundle,
     kg: &'a kgbox_bundle::Kg<'k>,
     encoder: Option<&'a crate::dense::Encoder>,
-    model: Option<&'a UltraModel>,
-    store: &'a crate::sparql_store::SparqlStore,
-    cfg: &'a Config,
-    params: &'a AskParams,
+    executors: &'a Executors,
+    run: &'a RunOptions,
     link: LinkOptions,
     limits: ParseLimits,
-    executor: Executor,
-    seppr: SepprParams,
 }
 
-impl Stages for Served<'_, '_> {
+impl Stages for BundleStages<'_, '_> {
     fn link(&self, text: &str) -> Result<Vec<Mention>, String> {
         crate::dense::link_text(self.bundle, self.kg, self.encoder, text, &self.link)
     }
 
     fn execute(&self, spec: &ExecSpec<'_>) -> Result<Answers, QueryError> {
-        let mut exec = self.cfg.query.exec_options();
-        exec.top_k = spec.candidates;
-        exec.max_paths = self.params.paths.unwrap_or(self.cfg.query.max_paths);
-        exec.exclude_anchors = !spec.keep_anchors;
-        exec.exclude = spec.exclude.to_vec();
-        exec.executor = self.executor;
-        exec.deadline = self.params.deadline;
-        crate::neural::run_query(
-            self.kg,
-            self.model,
-            Some(self.store),
-            spec.query,
-            &self.limits,
-            &exec,
-            self.seppr,
-        )
-        .map(|(a, _)| a)
+        let mut run = self.run.clone();
+        run.exec.top_k = spec.candidates;
+        run.exec.exclude_anchors = !spec.keep_anchors;
+        run.exec.exclude = spec.exclude.to_vec();
+        self.executors
+            .run(self.kg, spec.query, &self.limits, &run)
+            .map(|(a, _)| a)
     }
 }
 
@@ -355,19 +342,13 @@ fn load_reranker(bundle: &LoadedBundle, cfg: &Config, has_encoder: bool) -> Opti
 }
 
 #[cfg(feature = "dense")]
-fn embedder(
-    encoder: Option<Arc<crate::dense::Encoder>>,
-) -> Result<Option<Box<dyn Embedder>>, String> {
-    encoder
-        .map(|e| kgbox_qa::EncoderEmbedder::new(e).map(|e| Box::new(e) as Box<dyn Embedder>))
-        .transpose()
+fn embedder(encoder: Option<Arc<crate::dense::Encoder>>) -> Option<Arc<dyn TextEncoder>> {
+    encoder.map(|e| e as Arc<dyn TextEncoder>)
 }
 
 #[cfg(not(feature = "dense"))]
-fn embedder(
-    _encoder: Option<Arc<crate::dense::Encoder>>,
-) -> Result<Option<Box<dyn Embedder>>, String> {
-    Ok(None)
+fn embedder(_encoder: Option<Arc<crate::dense::Encoder>>) -> Option<Arc<dyn TextEncoder>> {
+    None
 }
 
 #[cfg(feature = "local-llm")]

@@ -18,7 +18,6 @@ use kgbox_testkit::*;
 /// Generous: CI machines are small and busy.
 const T: Duration = Duration::from_secs(60);
 const TOKEN: &str = "push-test-admin-token-0123456789";
-#[path = "push_secured.rs"]
 mod secured;
 
 /// A broker and a device serving `films` 1.0.0 over HTTP and MQTT.

@@ -3,7 +3,7 @@
 //! topic, and a broker restart in the middle of a flood. The device answers
 //! what it can, refuses the rest with an error reply, answers each request
 //! once, and never stops. (Single bad payloads, duplicates and a broker
-//! restart between requests: `mqtt.rs`.)
+//! restart between requests: `requests.rs`.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;

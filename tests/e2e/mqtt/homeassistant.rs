@@ -18,7 +18,7 @@ use kgbox_testkit::*;
 /// How long retained messages get to arrive after a subscription.
 const SETTLE: Duration = Duration::from_secs(3);
 
-use crate::mqtt::{device, online};
+use super::requests::{device, online};
 
 /// What a fresh subscriber to `filter` gets within [`SETTLE`].
 fn subscribe_and_collect(broker: &Mosquitto, filter: &str) -> Vec<Msg> {

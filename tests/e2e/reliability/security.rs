@@ -3,7 +3,8 @@
 //! token, and replays of an old signed bundle. Each is refused with a clear
 //! error, never a 5xx, and the active bundle keeps serving. (Special files
 //! and links given as bundles: `faults.rs`; a broker with the wrong CA:
-//! `mqtt.rs` and `push_secured.rs`; the privacy policy: `ask.rs`.)
+//! `mqtt/requests.rs` and `deploy/push/secured.rs`; the privacy policy:
+//! `qa/ask.rs`.)
 #![allow(clippy::unwrap_used)]
 
 use std::time::{Duration, Instant};

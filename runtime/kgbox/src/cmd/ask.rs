@@ -5,15 +5,19 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use kgbox::qa::{AskParams, Qa};
+use kgbox::served::Served;
+use kgbox::service::ask::{answer, result_json, AskRequest};
+use kgbox::service::executors::{Executors, Overrides};
+use kgbox::sparql_store::SparqlStore;
 use kgbox::{Config, LoadedBundle};
 use kgbox_qa::{AskResult, PlannerKind};
 
-/// What `ask` and `eval qa` share: the bundle, its encoder and model, the
-/// planner set-up, and the effective configuration.
+/// What `ask` and `eval qa` share: the bundle, its encoder and executors,
+/// the planner set-up, and the effective configuration.
 pub(crate) struct Session {
     pub bundle: LoadedBundle,
     pub encoder: Option<Arc<kgbox::dense::Encoder>>,
-    pub model: Option<kgbox_neural::UltraModel>,
+    pub executors: Executors,
     pub qa: Qa,
     pub cfg: Config,
 }
@@ -36,25 +40,42 @@ pub(crate) fn session(
         .map(Arc::new);
     let qa = Qa::load(&bundle, encoder.clone(), &cfg)
         .map_err(|e| anyhow::anyhow!("cannot set up question answering: {e}"))?;
+    let store = SparqlStore::for_bundle(&cfg.sparql_store, &bundle.manifest().name);
+    let executors = Executors::new(cfg.executor.clone(), model, store);
     Ok(Session {
         bundle,
         encoder,
-        model,
+        executors,
         qa,
         cfg,
     })
 }
 
 impl Session {
+    /// Answers with `params` as they are (an evaluation sets what no
+    /// request can, such as exporting the reranker's features).
     pub fn ask(&self, question: &str, params: &AskParams) -> Result<AskResult, kgbox_qa::AskError> {
         self.qa.ask(
             &self.bundle,
             self.encoder.as_deref(),
-            self.model.as_ref(),
+            &self.executors,
             &self.cfg,
             question,
             params,
         )
+    }
+
+    /// The settings of a question with `overrides`, checked as a request's.
+    pub fn params(&self, overrides: &Overrides) -> Result<AskParams> {
+        Ok(AskParams::new(
+            self.executors.options(&self.cfg.query, overrides)?,
+        ))
+    }
+
+    /// The session as the served bundle, for the question service.
+    pub fn into_served(self) -> (Served, Config) {
+        let served = Served::new(self.bundle, self.encoder, self.executors, self.qa);
+        (served, self.cfg)
     }
 }
 
@@ -78,19 +99,19 @@ pub struct AskArgs {
 }
 
 pub fn run(cfg: &Config, args: &AskArgs) -> Result<()> {
-    let s = session(cfg, &args.source, &args.exec, args.planner)?;
-    let params = AskParams {
+    let (served, cfg) = session(cfg, &args.source, &args.exec, args.planner)?.into_served();
+    let request = AskRequest {
+        question: args.question.clone(),
         top_k: Some(args.top_k),
-        ..AskParams::default()
+        ..AskRequest::default()
     };
-    let r = s.ask(&args.question, &params)?;
+    let (r, executor) = answer(&served, &cfg, request, None)?;
     if args.json {
-        let v = kgbox::http::ask::result_json(&r, s.cfg.executor.mode)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let v = result_json(&r, executor)?;
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    print!("{}", render(&r, s.cfg.executor.mode));
+    print!("{}", render(&r, executor));
     Ok(())
 }
 

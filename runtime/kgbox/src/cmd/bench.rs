@@ -145,8 +145,8 @@ pub fn run(cfg: &Config, args: &BenchArgs) -> Result<()> {
     let mut rng = Rng::new(args.seed);
     let hub = hub_degree(&kg, &mut rng);
     let limits = cfg.query.parse_limits();
-    let mut opts: ExecOptions = cfg.query.exec_options();
-    opts.executor = Executor::Symbolic;
+    // The configured options; the executor is the symbolic one.
+    let opts: ExecOptions = cfg.query.exec_options();
     let mut report = BenchReport {
         entities: kg.entity_count(),
         triples: kg.triple_count(),
@@ -220,10 +220,10 @@ pub fn run(cfg: &Config, args: &BenchArgs) -> Result<()> {
     let exec = args.exec.apply(&cfg.executor);
     report.seppr_k = exec.seppr_k;
     if args.neural > 0 {
-        let model = kgbox::neural::load_model(&bundle, &exec)
+        let model = kgbox::service::executors::load_model(&bundle, &exec)
             .map_err(|e| anyhow::anyhow!("cannot load the bundle's neural model: {e}"))?;
         if let Some(model) = model {
-            let projector = kgbox::neural::projector(
+            let projector = kgbox::service::executors::projector(
                 &kg,
                 Some(&model),
                 Executor::Neural,

@@ -85,7 +85,7 @@ pub fn load_model(
     if !neural && !always {
         return Ok(None);
     }
-    let model = kgbox::neural::load_model(bundle, cfg).map_err(|e| {
+    let model = kgbox::service::executors::load_model(bundle, cfg).map_err(|e| {
         anyhow::anyhow!(
             "cannot load the bundle's neural query model (engine {}): {e}",
             cfg.engine

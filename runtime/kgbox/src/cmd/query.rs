@@ -1,7 +1,9 @@
 //! `kgbox query`.
 
 use anyhow::Result;
-use kgbox::http::query::{answer, PathsParam, QueryRequest, QueryTarget};
+use kgbox::service::executors::{Executors, Paths};
+use kgbox::service::query::{answer, QueryRequest, QueryTarget};
+use kgbox::sparql_store::SparqlStore;
 use kgbox::Config;
 
 /// `kgbox query QUERY`.
@@ -72,16 +74,14 @@ pub fn run(cfg: &Config, args: &QueryArgs) -> Result<()> {
     }
     let exec = args.exec.apply(&cfg.executor);
     let model = super::load_model(&bundle, &exec, false)?;
-    let store =
-        kgbox::sparql_store::SparqlStore::for_bundle(&cfg.sparql_store, &bundle.manifest().name);
+    let store = SparqlStore::for_bundle(&cfg.sparql_store, &bundle.manifest().name);
+    let executors = Executors::new(exec, model, store);
     let target = QueryTarget {
         kg: &kg,
-        model: model.as_ref(),
-        store: Some(&store),
+        executors: &executors,
         query: &cfg.query,
-        executor: &exec,
     };
-    let r = answer(&target, args.request(), None).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let r = answer(&target, args.request(), None)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
         return Ok(());
@@ -125,7 +125,7 @@ impl QueryArgs {
         QueryRequest {
             query: self.query.clone(),
             top_k: Some(self.top_k),
-            paths: Some(PathsParam::Count(self.paths)),
+            paths: Some(Paths::Count(self.paths)),
             include_anchors: self.include_anchors,
             executor: self.exec.executor,
             seppr_k: self.exec.seppr_k,

@@ -33,10 +33,10 @@ pub fn run(cfg: &Config, args: &RenderArgs) -> Result<()> {
         )?))
     };
     let limits = cfg.query.parse_limits();
-    let mut opts = cfg.query.exec_options();
-    opts.exclude_anchors = !include_anchors;
-    opts.top_k = kg.entity_count().max(1);
-    opts.max_paths = 0;
+    let opts = kgbox_query::ExecOptions {
+        exclude_anchors: !include_anchors,
+        ..cfg.query.every_answer()
+    };
     let ropts = RenderOptions {
         exclude_anchors: !include_anchors,
         ..Default::default()

@@ -185,6 +185,17 @@ impl QueryConfig {
             exclude: Vec::new(),
         }
     }
+
+    /// Every answer, without provenance paths: for the commands that score
+    /// or compare whole answer sets (`eval`, `render`), where a request's
+    /// `top_k` limit does not apply.
+    pub fn every_answer(&self) -> kgbox_query::ExecOptions {
+        kgbox_query::ExecOptions {
+            top_k: usize::MAX,
+            max_paths: 0,
+            ..self.exec_options()
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

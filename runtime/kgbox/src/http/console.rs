@@ -2,6 +2,10 @@
 //! inline, nothing fetched from another origin) that asks questions, runs
 //! queries, browses entities and shows the device's status through the
 //! public API.
+//!
+//! Its source is `console/`: `index.html`, `console.css` and `console.js`,
+//! which the build script (`build.rs`) joins into the one page: the
+//! stylesheet and the script go inline where `index.html` links them.
 
 use std::sync::LazyLock;
 
@@ -9,8 +13,10 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
-/// The page, embedded in the binary.
-pub const PAGE: &str = include_str!("console.html");
+/// The page, embedded in the binary: `console/index.html` with
+/// `console/console.css` and `console/console.js` inline (joined by
+/// `build.rs`).
+pub const PAGE: &str = include_str!(concat!(env!("OUT_DIR"), "/console.html"));
 
 /// The `Content-Security-Policy` the page is served with: everything from
 /// this origin only, and of the inline code only the page's own `<script>`
@@ -203,5 +209,23 @@ mod tests {
         );
         assert_eq!(blocks(PAGE, "script").count(), 1);
         assert_eq!(blocks(PAGE, "style").count(), 1);
+    }
+
+    #[test]
+    fn the_page_is_the_index_with_the_stylesheet_and_the_script_inline() {
+        let css = include_str!("console/console.css");
+        let js = include_str!("console/console.js");
+        let linked = PAGE
+            .replacen(
+                &format!("<style>\n{css}</style>"),
+                r#"<link rel="stylesheet" href="console.css">"#,
+                1,
+            )
+            .replacen(
+                &format!("<script>\n{js}</script>"),
+                r#"<script src="console.js"></script>"#,
+                1,
+            );
+        assert_eq!(linked, include_str!("console/index.html"));
     }
 }

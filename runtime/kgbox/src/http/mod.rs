@@ -1,5 +1,7 @@
 //! The HTTP front end: health (plain and KServe v2), metrics, the bundle
-//! manifest and entity lookup. Handlers parse, call the library, map errors.
+//! manifest and entity lookup, and the services ([`crate::service`]) as
+//! routes. Handlers extract, call a service or the library, and map errors
+//! ([`errors`]): the only module that knows the wire format.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -20,13 +22,14 @@ pub(crate) mod access_log;
 pub mod admin;
 pub mod ask;
 mod console;
+pub mod errors;
 mod openai;
 mod openapi;
 pub mod query;
 mod schema;
 mod sparql;
 
-pub use query::diagnostic_error;
+pub use errors::{diagnostic_error, ApiJson};
 
 use crate::config::{HttpConfig, QueryConfig};
 use crate::entity::{self, LookupError, Page};
@@ -48,8 +51,6 @@ pub struct AppState {
     pub config: Arc<crate::config::Config>,
     /// The admin bearer token; `None`: the admin API is off.
     pub admin_token: Option<String>,
-    /// The MQTT front end's counters (all zero when it is off).
-    pub mqtt_stats: Arc<crate::mqtt::MqttStats>,
 }
 
 impl AppState {
@@ -273,7 +274,6 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
         image_bytes: served.bundle.image_len() as u64,
         startup_seconds: state.startup_seconds,
         llm: &llm,
-        mqtt: &state.mqtt_stats,
     };
     match state.metrics.render(&scrape) {
         Ok(out) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response(),

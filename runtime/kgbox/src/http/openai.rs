@@ -32,9 +32,9 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::ask::{answer, result_json, AskRequest};
-use super::query::bad_body;
+use super::errors::bad_body;
 use super::{ApiError, AppState};
+use crate::service::ask::{result_json, AskRequest};
 
 /// Answers named in the reply text at most; the rest are counted.
 const NAMED_ANSWERS: usize = 5;
@@ -365,11 +365,14 @@ pub async fn chat_completions(
         question: question.clone(),
         ..Default::default()
     };
-    let (content, mut kgbox) = match answer(&state, asked).await {
+    let (content, mut kgbox) = match super::ask::run(&state, asked).await {
         Ok((result, executor)) => {
             let names: Vec<&str> = result.answers.iter().map(|a| a.name.as_str()).collect();
             let text = with_caveat(phrase(&names), !names.is_empty(), result.caveat.as_deref());
-            (text, result_json(&result, executor)?)
+            (
+                text,
+                result_json(&result, executor).map_err(ApiError::from)?,
+            )
         }
         Err(e) if e.code() == "no_entity" => (
             NO_ENTITY_TEXT.to_string(),

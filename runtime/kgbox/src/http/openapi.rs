@@ -7,7 +7,8 @@ use axum::Json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::schema::{ErrorBody, ErrorDetail, ExecutorName, RenderLanguage, RepairModeName};
+use super::schema::{ErrorBody, ErrorDetail};
+use crate::service::schema::{ExecutorName, RenderLanguage, RepairModeName};
 
 struct AdminAuth;
 

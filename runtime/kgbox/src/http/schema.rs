@@ -1,40 +1,11 @@
 //! The types that only describe the API in `/openapi.json` (error bodies,
-//! enum names, the error responses of each route): the handlers name them in
+//! the error responses of each route; the enum names the request types use
+//! are in [`crate::service::schema`]): the handlers name them in
 //! their `#[utoipa::path]` attributes and [`super::openapi`] lists them, so
 //! they sit below both (no handler <-> openapi module cycle).
 
 use serde::Serialize;
 use utoipa::ToSchema;
-
-/// symbolic, neural, hybrid or sparql_store.
-#[derive(ToSchema)]
-#[schema(rename_all = "lowercase")]
-#[allow(dead_code)]
-pub enum ExecutorName {
-    Symbolic,
-    Neural,
-    Hybrid,
-    #[schema(rename = "sparql_store")]
-    SparqlStore,
-}
-
-/// cypher or sparql.
-#[derive(ToSchema)]
-#[schema(rename_all = "lowercase")]
-#[allow(dead_code)]
-pub enum RenderLanguage {
-    Cypher,
-    Sparql,
-}
-
-/// auto (repair a query with no answers) or off.
-#[derive(ToSchema)]
-#[schema(rename_all = "lowercase")]
-#[allow(dead_code)]
-pub enum RepairModeName {
-    Auto,
-    Off,
-}
 
 /// Every error: `{"error": {"code", "message", ...}}`, with extra fields
 /// for some codes (`suggestions`, `candidates`, `query`, `span`, ...).

@@ -25,6 +25,7 @@ use sparesults::{QueryResultsFormat, QueryResultsSerializer};
 
 use super::query::kg_of;
 use super::{ApiError, AppState};
+use crate::service::executors::{Executors, Overrides, Paths};
 
 /// The protocol's parameters, from the URL or a form body.
 #[derive(Default)]
@@ -213,7 +214,7 @@ fn respond(state: &AppState, params: Params, headers: &HeaderMap) -> Result<Resp
         };
         bad(code, e.to_string())
     })?;
-    let ids = answers(state, &kg, &sq)?;
+    let ids = answers(state, &served.executors, &kg, &sq)?;
     let body = match &sq.form {
         Form::Ask => QueryResultsSerializer::from_format(format)
             .serialize_boolean_to_writer(Vec::new(), !ids.is_empty()),
@@ -236,18 +237,28 @@ fn respond(state: &AppState, params: Params, headers: &HeaderMap) -> Result<Resp
 
 /// The answer entities in order, after the name tests, `ORDER BY`,
 /// `OFFSET` and `LIMIT`.
-fn answers(state: &AppState, kg: &Kg<'_>, sq: &SparqlQuery) -> Result<Vec<u32>, ApiError> {
+fn answers(
+    state: &AppState,
+    executors: &Executors,
+    kg: &Kg<'_>,
+    sq: &SparqlQuery,
+) -> Result<Vec<u32>, ApiError> {
     let Some(q) = &sq.query else {
         return Ok(Vec::new());
     };
-    let mut exec = state.query.exec_options();
-    exec.top_k = kg.entity_count().max(1);
-    exec.max_paths = 0;
-    exec.exclude_anchors = false;
-    exec.deadline = Some(Instant::now() + state.request_timeout);
-    exec.executor = kgbox_query::Executor::Symbolic;
-    let (found, _) = kgbox_query::run_query(kg, &q.to_string(), &state.query.parse_limits(), &exec)
-        .map_err(|e| super::query::query_error(&e))?;
+    let overrides = Overrides {
+        executor: Some(kgbox_query::Executor::Symbolic),
+        paths: Some(Paths::On(false)),
+        deadline: Some(Instant::now() + state.request_timeout),
+        ..Overrides::default()
+    };
+    let mut run = executors.options(&state.query, &overrides)?;
+    // Every answer: SPARQL's own LIMIT cuts them after the name tests.
+    run.exec.top_k = kg.entity_count().max(1);
+    run.exec.exclude_anchors = false;
+    let (found, _) = executors
+        .run(kg, &q.to_string(), &state.query.parse_limits(), &run)
+        .map_err(|e| super::errors::query_error(&e))?;
     let name = |id: u32| kg.entity_name(id).unwrap_or("");
     let mut ids: Vec<u32> = found
         .answers

@@ -4,13 +4,14 @@
 //!
 //! Latencies are histograms with the buckets of [`LATENCY_BUCKETS`] (20 µs
 //! to 10 s), so `histogram_quantile` gives any percentile. Values owned by
-//! other parts (the served bundle, the LLM audit log, the MQTT front end)
-//! are copied in at each scrape ([`Scrape`]).
+//! other parts are copied in at each scrape: the served bundle and the LLM
+//! audit log as a [`Scrape`], a front end's counters (MQTT's) as a
+//! [`Source`] it added. This module imports no part that reports into it.
 
 mod counters;
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, Label, Unit};
@@ -99,7 +100,6 @@ fn describe() {
     );
     counter!("kgbox_llm_calls_total", "purpose" => "plan").absolute(0);
     counters::describe();
-    crate::mqtt::stats::describe();
     metrics_process::Collector::default().describe();
 }
 
@@ -134,7 +134,15 @@ pub struct Scrape<'a> {
     pub image_bytes: u64,
     pub startup_seconds: f64,
     pub llm: &'a std::collections::BTreeMap<String, kgbox_qa::llm::audit::CallStats>,
-    pub mqtt: &'a crate::mqtt::stats::MqttStats,
+}
+
+/// Counters another part owns (a front end's), reported into the
+/// exposition at each scrape.
+pub trait Source: Send + Sync {
+    /// Sets the HELP texts of its series (once, when it is added).
+    fn describe(&self);
+    /// Copies its values in: counters through `totals`, gauges directly.
+    fn report(&self, totals: &Totals);
 }
 
 /// The request counters and the exposition.
@@ -144,6 +152,8 @@ pub struct Metrics {
     totals: Totals,
     /// The labels of the `kgbox_bundle_info` series last set to 1.
     bundle: Mutex<Option<[String; 3]>>,
+    /// What reports into each scrape.
+    sources: Vec<Arc<dyn Source>>,
 }
 
 impl Metrics {
@@ -154,6 +164,13 @@ impl Metrics {
             tracing::warn!("{e}: /metrics will say so");
         }
         Metrics::default()
+    }
+
+    /// Adds counters another part owns to every scrape.
+    pub fn with_source(mut self, source: Arc<dyn Source>) -> Metrics {
+        source.describe();
+        self.sources.push(source);
+        self
     }
 
     /// Counts an HTTP answer: its route (the matched template), status,
@@ -204,7 +221,9 @@ impl Metrics {
             self.totals
                 .sync("kgbox_llm_bytes_received_total", labels(), c.bytes_received);
         }
-        s.mqtt.copy_into(&self.totals);
+        for source in &self.sources {
+            source.report(&self.totals);
+        }
     }
 }
 

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use metrics::Label;
 
-use crate::metrics::Totals;
+use crate::metrics::{Source, Totals};
 
 /// Counters for `/metrics` (all zero when MQTT is off).
 #[derive(Debug, Default)]
@@ -66,9 +66,15 @@ impl MqttStats {
     pub(crate) fn is_connected(&self) -> bool {
         self.connected.load(Ordering::Relaxed) == 1
     }
+}
+
+impl Source for MqttStats {
+    fn describe(&self) {
+        describe();
+    }
 
     /// Copies the counters into the `kgbox_mqtt_*` series (at a scrape).
-    pub(crate) fn copy_into(&self, totals: &Totals) {
+    fn report(&self, totals: &Totals) {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         for (outcome, c) in [
             ("answered", &self.answered),
@@ -98,7 +104,7 @@ impl MqttStats {
 }
 
 /// HELP texts of the `kgbox_mqtt_*` series.
-pub(crate) fn describe() {
+fn describe() {
     use metrics::{describe_counter, describe_gauge};
     describe_counter!("kgbox_mqtt_requests_total", "MQTT requests by outcome.");
     describe_counter!(
@@ -124,8 +130,8 @@ mod tests {
         let recorder = PrometheusBuilder::new().build_recorder();
         let handle = recorder.handle();
         metrics::with_local_recorder(&recorder, || {
-            describe();
-            s.copy_into(totals);
+            s.describe();
+            s.report(totals);
         });
         handle.render()
     }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use kgbox::qa::AskParams;
+use kgbox::service::executors::{Overrides, Paths};
 use kgbox::Config;
 use kgbox_qa::PlannerKind;
 use serde::Serialize;
@@ -239,16 +240,19 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
         bar.set_style(style.progress_chars("=> "));
     }
     bar.set_message("eval qa");
+    let no_paths = Overrides {
+        paths: Some(Paths::On(false)),
+        ..Overrides::default()
+    };
     let params = AskParams {
         top_k: Some(args.top_k),
-        paths: Some(0),
         rerank: Some(!args.no_rerank),
         // The features of the candidates the reranker sees also give the
         // ceiling figure; without a reranker they are computed only for
         // the export, so the latencies stay those of the pipeline.
         export_features: args.export_features.is_some()
             || (s.qa.reranker.is_some() && !args.no_rerank),
-        ..AskParams::default()
+        ..s.params(&no_paths)?
     };
     let mut export = match &args.export_features {
         Some(path) => Some(features::Export::create(path, &s.bundle)?),

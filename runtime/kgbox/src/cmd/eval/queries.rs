@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Result;
+use kgbox::service::executors::{Executors, RunOptions};
 use kgbox::Config;
 use serde::Serialize;
 
@@ -69,22 +70,28 @@ pub fn run(cfg: &Config, args: &EvalArgs) -> Result<()> {
         kgbox_query::Executor::Symbolic | kgbox_query::Executor::SparqlStore => f32::MIN_POSITIVE,
         kgbox_query::Executor::Neural | kgbox_query::Executor::Hybrid => 0.5,
     });
+    let engine = match &model {
+        Some(m) => format!("{}/{}", m.engine_name(), m.device()),
+        None => "-".into(),
+    };
     let store =
         kgbox::sparql_store::SparqlStore::for_bundle(&cfg.sparql_store, &bundle.manifest().name);
+    let executors = Executors::new(exec.clone(), model, store);
     let limits = cfg.query.parse_limits();
     // Every answer, ranked, without provenance: the same work a graph
     // database does for `RETURN DISTINCT`, so latencies compare with peers.
-    let mut full = cfg.query.exec_options();
-    full.top_k = usize::MAX;
-    full.max_paths = 0;
-    full.executor = exec.mode;
+    // (More answers than a request may ask for: the options are set here.)
+    let full = RunOptions {
+        exec: kgbox_query::ExecOptions {
+            executor: exec.mode,
+            ..cfg.query.every_answer()
+        },
+        seppr: exec.seppr(exec.seppr_k),
+    };
     let mut r = Report {
         file: args.file.display().to_string(),
         executor: exec.mode.to_string(),
-        engine: match &model {
-            Some(m) => format!("{}/{}", m.engine_name(), m.device()),
-            None => "-".into(),
-        },
+        engine,
         seppr_k: exec.seppr_k,
         queries: gold.len(),
         ..Report::default()
@@ -93,15 +100,7 @@ pub fn run(cfg: &Config, args: &EvalArgs) -> Result<()> {
     let (mut h1, mut h10, mut f1, mut exact) = (0usize, 0usize, 0.0f64, 0usize);
     for (line, query, answers) in &gold {
         let t = Instant::now();
-        let all = kgbox::neural::run_query(
-            &kg,
-            model.as_ref(),
-            Some(&store),
-            query,
-            &limits,
-            &full,
-            exec.seppr(exec.seppr_k),
-        );
+        let all = executors.run(&kg, query, &limits, &full);
         latencies.push(t.elapsed().as_secs_f64() * 1e3);
         let all = match all {
             Ok((a, _)) => a,
@@ -154,7 +153,7 @@ pub fn run(cfg: &Config, args: &EvalArgs) -> Result<()> {
             r.queries,
             r.errors,
             r.executor,
-            if model.is_some() {
+            if executors.model.is_some() {
                 format!(", {}, SEPPR k={}", r.engine, r.seppr_k)
             } else {
                 String::new()

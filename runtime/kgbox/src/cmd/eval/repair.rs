@@ -87,9 +87,7 @@ pub fn run(cfg: &Config, args: &RepairEvalArgs) -> Result<()> {
         gold = sample_evenly(gold, n);
     }
     let limits = cfg.query.parse_limits();
-    let mut exec = cfg.query.exec_options();
-    exec.top_k = usize::MAX;
-    exec.max_paths = 0;
+    let exec = cfg.query.every_answer();
     let ropts = RepairOptions {
         beam: args.beam,
         max_edits: args.max_edits,

@@ -8,8 +8,10 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Result;
-use kgbox::config::{ExecutorConfig, SparqlStoreConfig};
-use kgbox::http::query::{answer, PathsParam, QueryRequest, QueryResponse, QueryTarget};
+use kgbox::config::SparqlStoreConfig;
+use kgbox::service::executors::{Executors, Paths};
+use kgbox::service::query::{answer, QueryRequest, QueryResponse, QueryTarget};
+use kgbox::service::RequestError;
 use kgbox::sparql_store::SparqlStore;
 use kgbox::Config;
 use kgbox_query::repair::RepairMode;
@@ -101,18 +103,17 @@ pub fn run(cfg: &Config, args: &SparqlStoreArgs) -> Result<()> {
     if let Some(why) = store.unavailable() {
         anyhow::bail!("{why}; give --endpoint URL");
     }
-    let exec: ExecutorConfig = cfg.executor.clone();
+    let endpoint = store.endpoint().unwrap_or("").to_string();
+    let executors = Executors::new(cfg.executor.clone(), None, store);
     let target = QueryTarget {
         kg: &kg,
-        model: None,
-        store: Some(&store),
+        executors: &executors,
         query: &cfg.query,
-        executor: &exec,
     };
     let request = |query: &str, executor: Executor| QueryRequest {
         query: query.to_string(),
         top_k: args.top_k,
-        paths: args.paths.map(PathsParam::Count),
+        paths: args.paths.map(Paths::Count),
         include_anchors: args.include_anchors,
         executor: Some(executor),
         repair: RepairMode::Off,
@@ -120,7 +121,7 @@ pub fn run(cfg: &Config, args: &SparqlStoreArgs) -> Result<()> {
     };
     let mut r = Report {
         file: args.queries.display().to_string(),
-        endpoint: store.endpoint().unwrap_or("").to_string(),
+        endpoint,
         queries: queries.len(),
         ..Report::default()
     };
@@ -137,7 +138,7 @@ pub fn run(cfg: &Config, args: &SparqlStoreArgs) -> Result<()> {
                 r.answers_compared += a.answers.len();
                 compare(a, b)?
             }
-            (Err(a), Err(b)) if a.code() == b.code() => {
+            (Err(a), Err(b)) if same_failure(a, b) => {
                 r.both_failed += 1;
                 None
             }
@@ -216,5 +217,22 @@ fn latency(mut ms: Vec<f64>) -> Latency {
         p95: percentile(&ms, 95.0).unwrap_or(0.0),
         p99: percentile(&ms, 99.0).unwrap_or(0.0),
         mean: ms.iter().sum::<f64>() / n,
+    }
+}
+
+/// Whether both executors failed the same way: the same kind of error, and
+/// for a query that did not bind or run, the same diagnostic or failure.
+fn same_failure(a: &RequestError, b: &RequestError) -> bool {
+    use kgbox_query::QueryError;
+    use std::mem::discriminant;
+    match (a, b) {
+        (
+            RequestError::Query(QueryError::Invalid(a)),
+            RequestError::Query(QueryError::Invalid(b)),
+        ) => a.kind == b.kind,
+        (RequestError::Query(QueryError::Exec(a)), RequestError::Query(QueryError::Exec(b))) => {
+            discriminant(a) == discriminant(b)
+        }
+        _ => discriminant(a) == discriminant(b),
     }
 }

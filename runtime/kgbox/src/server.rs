@@ -1,0 +1,77 @@
+//! The device's front ends, together: HTTP and (when `mqtt.enabled`) MQTT
+//! over one [`Deployer`], from ready to stopped as systemd expects.
+//! `kgbox serve` loads the bundle and calls [`run`].
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::config::Config;
+use crate::deploy::Deployer;
+use crate::http::{self, AppState};
+use crate::metrics::Metrics;
+
+/// Serves on `listener` until a signal (SIGINT, SIGTERM) or until MQTT
+/// fails, then stops both front ends. `started` is when the process
+/// started (for `kgbox_startup_seconds`).
+pub async fn run(
+    listener: tokio::net::TcpListener,
+    deployer: Arc<Deployer>,
+    cfg: Arc<Config>,
+    admin_token: Option<String>,
+    started: Instant,
+) -> std::io::Result<()> {
+    let addr = listener.local_addr()?;
+    let mqtt_stats = Arc::new(crate::mqtt::MqttStats::default());
+    let state = Arc::new(AppState {
+        deployer: deployer.clone(),
+        // The MQTT front end's counters (zero when it is off).
+        metrics: Metrics::new().with_source(mqtt_stats.clone()),
+        ready: AtomicBool::new(false),
+        started,
+        startup_seconds: started.elapsed().as_secs_f64(),
+        query: cfg.query.clone(),
+        request_timeout: Duration::from_millis(cfg.http.request_timeout_ms),
+        config: cfg.clone(),
+        admin_token,
+    });
+    let app = http::router(state.clone(), &cfg.http);
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mqtt = if cfg.mqtt.enabled {
+        let ctx = crate::mqtt::MqttContext {
+            cfg: cfg.clone(),
+            router: app.clone(),
+            deployer,
+            stats: mqtt_stats,
+        };
+        Some(tokio::spawn(crate::mqtt::run(ctx, stop_rx.clone())))
+    } else {
+        None
+    };
+    state.ready.store(true, Ordering::Release);
+    tracing::info!(%addr, startup_ms = state.startup_seconds * 1e3, "listening on http://{addr}");
+    crate::systemd::ready(&format!("serving on http://{addr}"));
+    if let Some(every) = crate::systemd::watchdog_interval() {
+        tokio::spawn(crate::systemd::watchdog(every));
+    }
+    let mut http_stop = stop_rx.clone();
+    let shutdown = async move {
+        tokio::select! {
+            _ = http::shutdown_signal() => {},
+            _ = http_stop.wait_for(|s| *s) => {},
+        }
+        crate::systemd::stopping();
+    };
+    let served = http::serve(listener, app, shutdown);
+    // Whichever ends first (a signal, or MQTT failing), stop the other.
+    let result = served.await;
+    let _ = stop_tx.send(true);
+    if let Some(m) = mqtt {
+        match m.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!(error = %e, "MQTT front end stopped"),
+            Err(e) => tracing::error!(error = %e, "MQTT front end panicked"),
+        }
+    }
+    result
+}
