@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Prints the module import cycles of a crate's src/ directory; exits 1 when
-there is one. `scripts/test.sh` runs it on the crates whose modules are layered
+there is one. `scripts/test.sh` runs it on every crate of runtime/ and the packager
 (ARCHITECTURE.md: a module never imports from a module that imports it).
 
 Usage: scripts/module-cycles.py CRATE_SRC_DIR [...]

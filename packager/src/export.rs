@@ -5,12 +5,14 @@
 //! loaded with the file answers the queries the `sparql_store` executor
 //! sends it.
 //!
-//! The bundle is checked (stored hashes, and the signature when keys are
-//! given), its image is written to a temporary file beside the output and
-//! memory-mapped, and the triples are streamed out in (head, relation,
-//! tail) id order: memory does not grow with the graph. `.gz` and `.zst`
-//! outputs are compressed; `-` writes to standard output. A file output is
-//! written as `OUT.partial` and renamed when complete.
+//! [`run`] → [`export`]: the bundle is checked by a `BundleReader` (stored
+//! hashes, and the signature when keys are given), its image is written to
+//! a temporary file beside the output (`image::write_image`, the derived
+//! in-edges filled) and memory-mapped, and [`write_ntriples`] streams the
+//! triples out in (head, relation, tail) id order: memory does not grow
+//! with the graph. `.gz` and `.zst` outputs are compressed; `-` writes to
+//! standard output. A file output is written as `OUT.partial` and renamed
+//! when complete.
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};

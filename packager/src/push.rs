@@ -2,6 +2,11 @@
 //! in chunks over MQTT to one device or a group, resumably, or in one
 //! `PUT /v1/bundles` to one device over HTTP. With `--delta-from` or
 //! `--delta`, a delta update instead when the device runs its base.
+//!
+//! [`run`] → `delta::pick` (`push_delta.rs`: the device's digest from its
+//! `/v1/status` or retained MQTT status; the delta when the device runs its
+//! base, else the bundle) → `mqtt::push` (`push_mqtt.rs`: chunks, progress,
+//! resume; the broker and topics from `push_target.rs`) or `push_http`.
 
 #[path = "push_delta.rs"]
 mod delta;

@@ -6,6 +6,12 @@
 //! bytes), or a `patch` under each transform that applies. The delta is
 //! then applied here, to OLD, before it is written: a delta that would not
 //! rebuild NEW exactly is never written.
+//!
+//! [`run`] → [`make_delta`]: [`Loaded::read`] (both bundles' raw and stored
+//! sections) → [`delta_bytes`] (the same `transform::Context` as the
+//! device's: `add_new`, `enable_maps`; `encode::choose` per section) →
+//! [`self_check`] (the delta applied to OLD in memory) →
+//! `pack::write_atomically`.
 
 mod encode;
 mod load;

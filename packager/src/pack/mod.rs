@@ -5,6 +5,17 @@
 //! the `graph`, add the `models` (encoder, neural executor, planner,
 //! reranker), run the `probes`, then `write` the bundle. The report times
 //! reading, building (graph to probes) and writing.
+//!
+//! In functions: `read::inputs` (`input::read_triples_with`: TSV or RDF,
+//! `.gz`/`.zst` decompressed as a stream; aliases, relation descriptions,
+//! planner examples) → `graph::graph` (`example_facts::add` when asked,
+//! `crate::graph::build_with`) → `models::encoder` (`embed::embed`),
+//! `models::train` (`train::train`: `models/ultra/train.py`) or the given
+//! `--ultra` model, `models::executor` (`ultra::sections`, `fusion::fit`),
+//! `models::planner` (`planner::sections`), `models::reranker` →
+//! `probes::check` → `write::manifest` and `write::bundle`
+//! (`kgbox_bundle::BundleWriter` through [`write_atomically`]: `OUT.partial`,
+//! renamed).
 
 mod atomic;
 mod bundle;

@@ -1,6 +1,6 @@
 //! Questions in words for a relation path, from the relations' names and
 //! descriptions: rough English that puts the right words in the right
-//! places ("who directed the things starring [X]"), in many phrasings, for
+//! places ("who directed the things starring \[X\]"), in many phrasings, for
 //! the learned planner to learn the kind of question from. Nothing here
 //! knows a particular graph: `directed_by`, `hasGenre`, `birthPlace` and
 //! `member of` are all read with the same few rules.

@@ -9,12 +9,13 @@
 //! decompressed and aligned to 64 bytes, so that the graph arrays can be viewed
 //! in place from a memory map.
 //!
-//! Layers: [`format`] (bytes of the header and table) → [`reader`] (verify and
-//! stream sections) → [`image`] (write and open images) → [`kg`] (typed, zero-copy
-//! views of the knowledge graph). The packager's side, behind the feature
-//! `write` (off by default, so the device binary carries none of it):
-//! `writer` (sign and write bundles), `kg::encode` (the graph's encoders)
-//! and `tiny` (small in-memory graphs for tests).
+//! Layers: [`format`](mod@format) (bytes of the header and table) →
+//! [`reader`] (verify and stream sections) → [`image`] (write and open
+//! images) → [`kg`] (typed, zero-copy views of the knowledge graph). The
+//! packager's side, behind the feature `write` (off by default, so the
+//! device binary carries none of it): `writer` (sign and write bundles),
+//! `kg::encode` (the graph's encoders) and `tiny` (small in-memory graphs
+//! for tests).
 
 #[cfg(not(target_endian = "little"))]
 compile_error!(

@@ -9,6 +9,11 @@
 //! start: active good ─► serve · pending ─► check as above · trial (died before
 //!        mark-good) ─► bad, roll back · bad ─► nothing to serve (demo or error)
 //! ```
+//!
+//! [`Deployer::deploy_file`] (`PUT /v1/bundles`, an MQTT push) runs it:
+//! [`install::install`], then `Served::load` and [`run_probes`] on the new
+//! active slot, the `ArcSwap` store, the settle period and mark-good; or
+//! `Store::fail_active`. [`startup`] makes the same decisions at start.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -3,6 +3,19 @@
 //! told apart by its magic) goes the same way: its image is built from the
 //! active slot's image and the delta, then checked, written and committed
 //! exactly as a bundle's.
+//!
+//! [`install`]: `open_incoming` (the magic picks a `BundleReader` or a
+//! `DeltaReader`) → `Incoming::check` (signature(s) → `check_policy` →
+//! limits and stored or payload hashes; nothing decompressed yet) → the
+//! downgrade check under `install.lock` → for a delta, `delta_base` (the
+//! active slot's image, when its digest is the delta's base) and
+//! `build_delta_image` (the whole image built and checked in
+//! `DATA_DIR/incoming/` before a slot is touched) → `Store::begin_install`
+//! on the inactive slot → `write_slot` (`Incoming::write_image` or the
+//! built image, fsync, rename, `open_new_image`: the image opened and its
+//! lexical index walked whole by `Kg::check_index`) →
+//! `Store::commit_install`. [`verify`] runs the same checks into a
+//! temporary file.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};

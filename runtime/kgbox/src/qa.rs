@@ -2,6 +2,12 @@
 //! (`planner.*`), the configured LLM (`[llm]`, behind the privacy policy and
 //! the audit log) and the executor, put together for `/v1/ask`, `kgbox ask`
 //! and `kgbox eval qa`.
+//!
+//! [`Qa::ask`] builds a `kgbox_qa::Context` and the stages that depend on
+//! serving (`BundleStages`, the `kgbox_qa::Stages` of the served bundle:
+//! `link` through [`crate::dense::link_text`], `execute` through
+//! [`Executors::run`]) and calls `kgbox_qa::ask::ask`: link → choose the
+//! topic → plan → execute (and repair) → strategies → rerank → arbitrate.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

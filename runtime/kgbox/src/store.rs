@@ -1,9 +1,22 @@
-//! A/B slots and the state database (LMDB via `heed`).
+//! A/B slots and the state database (LMDB via `heed`). The data directory
+//! (`data_dir`, default `/var/lib/kgbox`):
 //!
 //! ```text
-//! DATA_DIR/state/            LMDB environment: which slot is active, what each holds
-//! DATA_DIR/slots/{a,b}/      image-<generation>.kgbi, the installed images
-//! DATA_DIR/install.lock      held (flock) by a running install
+//! DATA_DIR/
+//!   state/           LMDB environment, database `kgbox`:
+//!                      active, previous   slot names (`a` / `b`)
+//!                      generation         last image generation number
+//!                      slot.a, slot.b     JSON `SlotRecord`s: status (installing / failed /
+//!                                         ready), generation, image file, bundle name,
+//!                                         version, key id, bundle digest, install time,
+//!                                         image size, error, health (pending / trial /
+//!                                         good / bad)
+//!   slots/{a,b}/     image-<generation>.kgbi (image-<generation>.tmp while written)
+//!   incoming/        uploads and MQTT transfers being assembled (<transfer>.part and
+//!                    .json), delta images being built (`crate::install`)
+//!   install.lock     flock held by a running install or rollback
+//!   llm-audit.jsonl  outbound LLM calls (mode 0600; only with an `[llm]` endpoint;
+//!                    `llm.audit_log` moves it)
 //! ```
 //!
 //! Every change of state is one LMDB write transaction, so a crash leaves

@@ -8,10 +8,12 @@
 //! the packager runs it once per relation ([`relgraph`], [`model::relation_reps`])
 //! and the bundle stores the result; a query runs only the entity half.
 //!
-//! Two engines run the ONNX graphs behind one trait ([`engine::Engine`]):
-//! tract (pure Rust, the default) and ONNX Runtime (cargo feature `ort`,
-//! with CUDA behind the `cuda` feature). The bundle's sentence encoder
-//! ([`encoder`]) runs on them too: this crate is the one home of ONNX.
+//! The entity model runs by default on the [`native`] engine (ULTRA's
+//! entity model in Rust, its weights read from the ONNX file); two engines
+//! run ONNX graphs behind one trait ([`engine::Engine`]): tract (pure Rust)
+//! and ONNX Runtime (cargo feature `ort`, with CUDA behind the `cuda`
+//! feature). The bundle's sentence encoder ([`encoder`]) and the answer
+//! reranker's model run on them too: this crate is the one home of ONNX.
 
 pub mod batcher;
 pub mod encoder;

@@ -8,7 +8,7 @@
 //!
 //! The diffusion is direction-optimizing, as breadth-first search is: while
 //! the mass covers few nodes, those nodes push it along their edges; once it
-//! covers more than 1/[`DENSE_FRACTION`] of the graph, every node pulls from
+//! covers more than 1/`DENSE_FRACTION` of the graph, every node pulls from
 //! its neighbours instead (the same sums, without scattered writes, on all
 //! cores).
 

@@ -6,6 +6,13 @@
 //! new bundle's signatures → limits and payload hashes
 //! ([`DeltaReader::check_payloads`]) → the base's digest → decoding, each
 //! payload bounded by its section's `raw_len`, each section hashed.
+//!
+//! [`DeltaReader::write_image`] makes the name tables first (then
+//! `Context::enable_maps`: the id maps), then the alias tables, then every
+//! section in table order (`produce`: `same` from the base, `full` through
+//! the stored decoder, `patch` through [`patch_decoder`] against
+//! `Context::reference`, turned back by `Context::finish`), each hashed
+//! against the new bundle's signed table.
 
 use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 

@@ -12,8 +12,8 @@
 //! [`IriTable::open`] checks lengths and end offsets in constant time (it runs
 //! at every start); [`IriTable::check`] checks every offset, string and index
 //! entry (linear; it runs when a bundle is verified or installed, see
-//! [`Collected`]). Accessors use checked slicing, so a damaged table gives
-//! `None`, never a panic.
+//! [`Collected`](crate::kg::iris::Collected)). Accessors use checked
+//! slicing, so a damaged table gives `None`, never a panic.
 
 use crate::error::{BundleError, Result};
 use crate::format::Prefix;

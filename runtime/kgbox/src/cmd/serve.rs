@@ -1,4 +1,9 @@
-//! `kgbox serve`.
+//! `kgbox serve`: `initial` picks the bundle (`deploy::startup`: the
+//! active slot after the start-up health decisions; else the built-in demo,
+//! `demo::load_demo`), `Deployer::new` holds it (a pending bundle that
+//! passed its check at start is marked good by `Deployer::finish_settling`
+//! on its own thread after the settle period), and `server::run` serves it
+//! over HTTP (and MQTT) on a tokio runtime.
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -1,6 +1,13 @@
 //! Admin endpoints, behind the bearer token (`[admin]`): `PUT /v1/bundles`
 //! (upload, install, health check, hot swap or rollback) and
 //! `POST /v1/bundles/rollback`. Also the public `GET /v1/status`.
+//!
+//! [`require_token`] compares the token in constant time (`subtle`);
+//! [`put_bundle`] streams the body to a file in `DATA_DIR/incoming/`, then
+//! hands it to `Deployer::deploy_file` on a blocking thread (install,
+//! health check, hot swap or rollback: see [`crate::deploy`]); [`rollback`]
+//! calls `Deployer::rollback`. [`deploy_error`] maps a failed deployment to
+//! its status and error code.
 
 use std::io::Write;
 use std::sync::Arc;

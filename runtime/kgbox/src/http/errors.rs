@@ -68,9 +68,6 @@ impl From<RequestError> for ApiError {
             RequestError::CannotRender(_) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "cannot_render", message)
             }
-            RequestError::BundleCorrupt(_) => {
-                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "bundle_corrupt", message)
-            }
             RequestError::Internal(_) => {
                 ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
             }

@@ -1,13 +1,15 @@
 //! The OpenAI-compatible facade: `POST /v1/chat/completions` (plain and
 //! streamed) and `GET /v1/models`, over the question service of `/v1/ask`
-//! ([`super::ask::answer`]), so that OpenAI clients (the `openai` package,
-//! LangChain, chat front ends) can ask the served bundle.
+//! (`chat_completions` → `http::ask::run` → [`crate::service::ask::answer`]),
+//! so that OpenAI clients (the `openai` package, LangChain, chat front ends)
+//! can ask the served bundle.
 //!
 //! - The last `user` message is the question; the other messages and the
 //!   sampling fields (`temperature`, `max_tokens`, `n`, `stop`, tools, ...)
 //!   are accepted and ignored. One choice is returned.
 //! - Any `model` is accepted: the served bundle answers, and the reply's
-//!   `model` is its name (the one model `/v1/models` lists).
+//!   `model` is its name (the first model `/v1/models` lists; the others
+//!   are the other installed bundles, which do not answer).
 //! - The reply text is short ("Ridley Scott."); the provenance is the
 //!   `/v1/ask` reply, in the extra top-level field `kgbox`. Answers that
 //!   are not `high` confidence (a repaired query's guess, a weak match)
@@ -25,7 +27,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::State;
+use axum::extract::{FromRequest, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -168,6 +170,21 @@ impl From<ApiError> for OpenAiError {
 impl IntoResponse for OpenAiError {
     fn into_response(self) -> Response {
         (self.status, Json(self.body())).into_response()
+    }
+}
+
+/// A chat request body; one that is not is refused in OpenAI's error shape
+/// ([`body_error`]).
+pub struct ChatBody(ChatRequest);
+
+impl<S: Send + Sync> FromRequest<S> for ChatBody {
+    type Rejection = OpenAiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, OpenAiError> {
+        let Json(body) = Json::<ChatRequest>::from_request(req, state)
+            .await
+            .map_err(body_error)?;
+        Ok(ChatBody(body))
     }
 }
 
@@ -355,9 +372,8 @@ impl Completion {
     ))]
 pub async fn chat_completions(
     State(state): State<Arc<AppState>>,
-    body: Result<Json<ChatRequest>, JsonRejection>,
+    ChatBody(req): ChatBody,
 ) -> Result<Response, OpenAiError> {
-    let Json(req) = body.map_err(body_error)?;
     let question = question_of(&req.messages)?;
     let prompt_words = req.messages.iter().map(|m| words(&m.text())).sum();
     let model = state.served().bundle.manifest().name.clone();

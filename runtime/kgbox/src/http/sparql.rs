@@ -3,11 +3,13 @@
 //! `GET /sparql?query=...`, `POST` with a `query=` form or an
 //! `application/sparql-query` body. The query is parsed by `spargebra`
 //! and translated to the DSL ([`kgbox_query::translate::from_sparql`]),
-//! run by the symbolic executor with SPARQL's semantics (anchors are
-//! answers like any other entity), and the rows are written by
-//! `sparesults` as SPARQL JSON (the default), XML, CSV or TSV, chosen by
-//! the `Accept` header or a `format` parameter. A query outside the
-//! supported subset is a 400 naming the construct (docs/sparql.md).
+//! run by the symbolic executor (`Executors::run`) with SPARQL's semantics
+//! (anchors are answers like any other entity), its name tests, `ORDER BY`,
+//! `OFFSET` and `LIMIT` applied here, and the rows (terms from
+//! `translate::iri::entity_term`) are written by `sparesults` as SPARQL
+//! JSON (the default), XML, CSV or TSV, chosen by the `Accept` header or a
+//! `format` parameter. A query outside the supported subset is a 400
+//! naming the construct (docs/sparql.md).
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -4,6 +4,16 @@
 //! ([`bundle`]). MQTT 5 and 3.1.1 share everything but two thin event-loop
 //! adapters (`transport_v5`, `transport_v311`) and the reply format
 //! (`publisher`).
+//!
+//! [`run`] connects (`transport_v5::connect` or `transport_v311::connect`)
+//! and `drive`s the event loop into `Core`: `Core::on_message` routes a
+//! topic (`kgbox_protocol::topics::DeviceTopics`). A request (`ask`,
+//! `query`) goes to `requests::Answerer::answer`, which runs it through the
+//! HTTP router in process (`requests::call`: a `POST /v1/ask` or
+//! `/v1/query`, `tower::ServiceExt::oneshot`), so MQTT shares the HTTP
+//! handlers, limits and errors; a bundle chunk goes to
+//! [`bundle::BundleReceiver`] (`transfer::Transfer`), which deploys the
+//! assembled file through `Deployer::deploy_file`.
 
 pub mod bundle;
 mod dedupe;

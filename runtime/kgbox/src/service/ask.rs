@@ -68,16 +68,8 @@ pub fn answer(
             "question must be at most {MAX_QUESTION} bytes"
         )));
     }
-    let run = served.executors.options(
-        &cfg.query,
-        &Overrides {
-            executor: req.executor,
-            top_k: req.top_k,
-            paths: req.paths,
-            seppr_k: req.seppr_k,
-            deadline,
-        },
-    )?;
+    let overrides = Overrides::new(req.executor, req.top_k, req.paths, req.seppr_k, deadline);
+    let run = served.executors.options(&cfg.query, &overrides)?;
     let executor = run.exec.executor;
     let params = AskParams {
         planner: req.planner,

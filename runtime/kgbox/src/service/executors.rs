@@ -5,7 +5,10 @@
 //!
 //! [`Executors::options`] checks and defaults a request's `top_k`, `paths`
 //! and `seppr_k` for every front end; [`Executors::run`] runs a query with
-//! the executor they chose. To add an executor: a variant of
+//! the executor they chose: `symbolic`, `neural` and `hybrid` through
+//! [`kgbox_query::run_query_with`] (parse → bind → plan → execute, with a
+//! `NeuralProjector` for the neural two), `sparql_store` through
+//! [`crate::sparql_store::run_query`]. To add an executor: a variant of
 //! [`kgbox_query::Executor`], its loading in [`Executors::load`] and its
 //! arm in [`Executors::run`].
 
@@ -47,6 +50,25 @@ pub struct Overrides {
     pub seppr_k: Option<usize>,
     /// The query stops at this instant.
     pub deadline: Option<Instant>,
+}
+
+impl Overrides {
+    /// The request fields every service takes, in this order.
+    pub fn new(
+        executor: Option<Executor>,
+        top_k: Option<usize>,
+        paths: Option<Paths>,
+        seppr_k: Option<usize>,
+        deadline: Option<Instant>,
+    ) -> Overrides {
+        Overrides {
+            executor,
+            top_k,
+            paths,
+            seppr_k,
+            deadline,
+        }
+    }
 }
 
 /// A request's checked options: the executor's, and the SEPPR subgraph of

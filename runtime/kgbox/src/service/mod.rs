@@ -47,9 +47,6 @@ pub enum RequestError {
     /// The query cannot be written in the language asked for (`cannot_render`).
     #[error("{0}")]
     CannotRender(String),
-    /// The served bundle cannot be read (`bundle_corrupt`).
-    #[error("the bundle cannot be read: {0}")]
-    BundleCorrupt(String),
     /// A failure inside kgbox (`internal`).
     #[error("{0}")]
     Internal(String),

@@ -2,6 +2,15 @@
 //! named answers with their paths out. `kgbox query`, `POST /v1/query` (and
 //! MQTT's `query` requests, through it) answer with [`answer`], so they
 //! return the same JSON for the same query.
+//!
+//! [`answer`]: the options checked and defaulted
+//! ([`Executors::options`]); openCypher (`translate::from_cypher`) or
+//! SPARQL (`translate::from_sparql`, a plain `SELECT` of one variable)
+//! translated to the DSL; then [`kgbox_query::run_repaired`] (run, repair
+//! the text when the answers call for it, run the repaired text), each run
+//! through [`Executors::run`]; the answers and their paths named
+//! (`kgbox_query::names`) and, when asked, the query rendered as openCypher
+//! or SPARQL.
 
 use std::time::{Duration, Instant};
 
@@ -163,16 +172,8 @@ pub fn answer(
     deadline: Option<Instant>,
 ) -> Result<QueryResponse, RequestError> {
     let (cfg, kg) = (target.query, target.kg);
-    let mut run = target.executors.options(
-        cfg,
-        &Overrides {
-            executor: req.executor,
-            top_k: req.top_k,
-            paths: req.paths,
-            seppr_k: req.seppr_k,
-            deadline,
-        },
-    )?;
+    let overrides = Overrides::new(req.executor, req.top_k, req.paths, req.seppr_k, deadline);
+    let mut run = target.executors.options(cfg, &overrides)?;
     let translated = match dsl_text(kg, &mut req, cfg.max_query_bytes)? {
         None => None,
         Some(Some(t)) => {

@@ -2,8 +2,9 @@
 //! (`kgbox_query::render`), sent to an existing graph store over the
 //! SPARQL 1.1 Protocol ([`client`]), the solutions mapped back to entity
 //! ids (`kgbox_query::translate::iri`) and turned into the symbolic
-//! executor's answers ([`derive`]): same members, scores, order and
-//! provenance, `edge_visits` 0 (the store's work is not visible here).
+//! executor's answers ([`derive`](mod@derive)): same members, scores,
+//! order and provenance, `edge_visits` 0 (the store's work is not visible
+//! here).
 //!
 //! The store holds the bundle's graph as `kgbox-pack export` writes it (the
 //! IRIs the renderer uses). A query is one or two requests:
