@@ -20,7 +20,7 @@
 #                               training examples' answers within that budget before packing
 #                               (kgbox-pack build --train-executor; WORK/train holds its state, so
 #                               re-running with the same WORK reuses the model); unset: zero-shot ULTRA.
-#                               TRAIN_PYTHON names a python3 with models/ultra/requirements.txt,
+#                               TRAIN_PYTHON names a python3 with models/ultra/requirements.txt (default: .venv-ultra, which scripts/setup.sh makes),
 #                               TRAIN_SEED the seed (0)
 #   EXAMPLE_FACTS=              1: pack with --add-example-facts (the training examples' one-hop
 #                               answers become triples of the graph); default 1 with TRAIN_BUDGET,

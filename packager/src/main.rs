@@ -4,12 +4,15 @@
 //! others.
 
 mod cli;
+// The same `completions` and `man` as the device's binary.
+#[path = "../../runtime/kgbox/src/cmd/manual.rs"]
+mod manual;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use cli::build::BuildArgs;
 use cli::paraphrase::ParaphraseArgs;
@@ -52,6 +55,14 @@ enum Command {
     /// Make a signed delta update that turns OLD (installed on a device)
     /// into NEW.
     Delta(Box<kgbox_pack::delta::DeltaArgs>),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions { shell: clap_complete::Shell },
+    /// Print the man page (roff); with --dir, write one page per command there.
+    Man {
+        /// Write kgbox-pack.1, kgbox-pack-build.1, ... into this directory.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
 }
 
 fn run() -> Result<()> {
@@ -66,6 +77,8 @@ fn run() -> Result<()> {
         Command::Paraphrase(args) => cli::paraphrase::run(*args),
         Command::Push(args) => kgbox_pack::push::run(&args),
         Command::Delta(args) => kgbox_pack::delta::run(&args),
+        Command::Completions { shell } => manual::completions(shell, Cli::command()),
+        Command::Man { dir } => manual::man(Cli::command(), dir.as_deref()),
     }
 }
 

@@ -25,24 +25,18 @@ use super::PushArgs;
 /// How long to wait for a device's retained status.
 const STATUS_WAIT: Duration = Duration::from_secs(5);
 
-/// The file to send; a delta made for the push is deleted on drop.
+/// The file to send.
 pub(crate) struct Picked {
     pub path: PathBuf,
-    made: Option<PathBuf>,
-}
-
-impl Drop for Picked {
-    fn drop(&mut self) {
-        if let Some(p) = &self.made {
-            let _ = std::fs::remove_file(p);
-        }
-    }
+    /// A delta made for the push: a temporary file of an unpredictable
+    /// name, deleted on drop.
+    _made: Option<tempfile::TempPath>,
 }
 
 fn full(args: &PushArgs) -> Picked {
     Picked {
         path: args.bundle.clone(),
-        made: None,
+        _made: None,
     }
 }
 
@@ -119,9 +113,9 @@ pub(crate) fn pick(args: &PushArgs, target: Option<&Target>) -> Result<Picked> {
             let picked = match (&args.delta, &args.delta_from, &args.key) {
                 (Some(d), _, _) => Picked {
                     path: d.clone(),
-                    made: None,
+                    _made: None,
                 },
-                (None, Some(old), Some(key)) => make(old, key, args, &new_digest)?,
+                (None, Some(old), Some(key)) => make(old, key, args)?,
                 _ => return Ok(full(args)),
             };
             let (made_base, made_for) = delta_ids(&picked.path)?;
@@ -155,17 +149,19 @@ pub(crate) fn pick(args: &PushArgs, target: Option<&Target>) -> Result<Picked> {
 
 /// Makes the delta `old` -> the pushed bundle, signed by `key`, in a
 /// temporary file (deleted when the push is done).
-fn make(old: &Path, key: &Path, args: &PushArgs, new_digest: &str) -> Result<Picked> {
+fn make(old: &Path, key: &Path, args: &PushArgs) -> Result<Picked> {
     let key = SecretKey::read(key).context("cannot load the signing key")?;
-    let out = std::env::temp_dir().join(format!(
-        "kgbox-push-{}-{}.kgbd",
-        std::process::id(),
-        new_digest.get(..16).unwrap_or(new_digest)
-    ));
+    let made = tempfile::Builder::new()
+        .prefix("kgbox-push-")
+        .suffix(".kgbd")
+        .tempfile()
+        .context("cannot create a temporary file for the delta")?
+        .into_temp_path();
+    let out = made.to_path_buf();
     // Owned from here: removed on any error below.
     let picked = Picked {
         path: out.clone(),
-        made: Some(out.clone()),
+        _made: Some(made),
     };
     let r = crate::delta::make_delta(old, &args.bundle, &key, &out, &Default::default())?;
     println!(

@@ -294,6 +294,22 @@ pub fn read_record(path: &Path) -> Result<serde_json::Value> {
 
 /// `rel` under the current folder or any of its parents, then under the
 /// folder of the running executable or its parents (a repository checkout).
+/// The trainer's interpreter when none is given: the environment that
+/// `scripts/setup.sh` makes (`.venv-ultra` of this checkout), else
+/// `python3` on the PATH.
+pub fn default_python() -> PathBuf {
+    let venv = find_in_checkout(VENV_PYTHON);
+    if venv.is_file() {
+        venv
+    } else {
+        PathBuf::from("python3")
+    }
+}
+
+/// The set-up script's trainer environment's interpreter, from the root of
+/// a checkout.
+const VENV_PYTHON: &str = ".venv-ultra/bin/python";
+
 pub fn find_in_checkout(rel: &str) -> PathBuf {
     let mut roots = Vec::new();
     if let Ok(cwd) = std::env::current_dir() {
@@ -316,6 +332,24 @@ pub fn find_in_checkout(rel: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_trainer_runs_in_the_set_up_environment_when_there_is_one() {
+        // Tests run in packager/, inside the checkout.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let venv = root.join(VENV_PYTHON);
+        let python = default_python();
+        if venv.is_file() {
+            assert_eq!(
+                python.canonicalize().ok(),
+                venv.canonicalize().ok(),
+                "{}",
+                python.display()
+            );
+        } else {
+            assert_eq!(python, PathBuf::from("python3"));
+        }
+    }
 
     #[test]
     fn a_tenth_is_held_out_deterministically() {

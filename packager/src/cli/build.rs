@@ -10,7 +10,7 @@ use kgbox_pack::embed::{EmbedOptions, DEFAULT_MODEL_NAME, DEFAULT_TOKENIZER};
 use kgbox_pack::graph::InEdges;
 use kgbox_pack::pack::{ScaleOptions, DEFAULT_COMPATIBLE, DEFAULT_LARGE_LEVEL, DEFAULT_LEVEL};
 use kgbox_pack::planner::PlannerOptions;
-use kgbox_pack::train::{find_in_checkout, parse_budget, TrainOptions, TrainTask};
+use kgbox_pack::train::{default_python, find_in_checkout, parse_budget, TrainOptions, TrainTask};
 use kgbox_pack::ultra::UltraOptions;
 use kgbox_pack::{pack_with, PackOptions, PackReport};
 use kgbox_query::Executor;
@@ -122,14 +122,11 @@ pub struct BuildArgs {
     /// (default: the bundle's path with `.train` appended).
     #[arg(long, requires = "train_executor", value_name = "DIR")]
     train_dir: Option<PathBuf>,
-    /// Python interpreter with models/ultra/requirements.txt installed.
-    #[arg(
-        long,
-        requires = "train_executor",
-        env = "KGBOX_TRAIN_PYTHON",
-        default_value = "python3"
-    )]
-    train_python: PathBuf,
+    /// Python interpreter with models/ultra/requirements.txt installed
+    /// (default: the environment scripts/setup.sh makes, .venv-ultra of this
+    /// checkout, else python3).
+    #[arg(long, requires = "train_executor", env = "KGBOX_TRAIN_PYTHON")]
+    train_python: Option<PathBuf>,
     /// The trainer (default: models/ultra/train.py of this checkout).
     #[arg(long, requires = "train_executor")]
     train_script: Option<PathBuf>,
@@ -309,7 +306,7 @@ impl BuildArgs {
             budget: self.train_budget()?,
             steps: self.train_steps,
             seed: self.train_seed,
-            python: self.train_python.clone(),
+            python: self.train_python.clone().unwrap_or_else(default_python),
             script: self
                 .train_script
                 .clone()

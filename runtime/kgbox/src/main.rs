@@ -72,8 +72,13 @@ enum Command {
     MarkBad(cmd::health::MarkBadArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions { shell: clap_complete::Shell },
-    /// Print the man page (roff), e.g. `kgbox man > /usr/share/man/man1/kgbox.1`.
-    Man,
+    /// Print the man page (roff), e.g. `kgbox man > /usr/share/man/man1/kgbox.1`;
+    /// with --dir, write one page per command and subcommand there.
+    Man {
+        /// Write kgbox.1, kgbox-serve.1, kgbox-eval-qa.1, ... into this directory.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
 }
 
 fn run(started: Instant) -> Result<()> {
@@ -83,15 +88,8 @@ fn run(started: Instant) -> Result<()> {
         Command::Config(c) => {
             return cmd::config::run(c, cli.config.as_deref(), cli.data_dir.as_deref())
         }
-        Command::Completions { shell } => {
-            let mut command = Cli::command();
-            clap_complete::generate(*shell, &mut command, "kgbox", &mut std::io::stdout());
-            return Ok(());
-        }
-        Command::Man => {
-            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
-            return Ok(());
-        }
+        Command::Completions { shell } => return cmd::manual::completions(*shell, Cli::command()),
+        Command::Man { dir } => return cmd::manual::man(Cli::command(), dir.as_deref()),
         _ => {}
     }
     let mut cfg = Config::load(cli.config.as_deref())?;
@@ -114,7 +112,7 @@ fn run(started: Instant) -> Result<()> {
         Command::Healthcheck(args) => cmd::healthcheck::run(&cfg, &args),
         Command::MarkGood => cmd::health::mark_good(&cfg),
         Command::MarkBad(args) => cmd::health::mark_bad(&cfg, &args),
-        Command::Config(_) | Command::Completions { .. } | Command::Man => {
+        Command::Config(_) | Command::Completions { .. } | Command::Man { .. } => {
             unreachable!("handled before the config is loaded")
         }
     }

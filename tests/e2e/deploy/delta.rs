@@ -294,9 +294,13 @@ fn the_pusher_sends_a_delta_only_to_a_device_on_its_base() {
         device.install_ok(base);
         let server = device.serve_with_env(&[("KGBOX_ADMIN_TOKEN", TOKEN)]);
         let url = format!("http://127.0.0.1:{}", server.port);
-        let o = push(
+        // The delta is made in a temporary file, gone when the push is done.
+        let scratch = tempfile::tempdir().unwrap();
+        let o = pack_push(
             &f.new,
             &[
+                "--timeout",
+                "120s",
                 "--http",
                 &url,
                 "--token-env",
@@ -306,9 +310,15 @@ fn the_pusher_sends_a_delta_only_to_a_device_on_its_base() {
                 "--key",
                 &key,
             ],
+            &[
+                ("PUSH_TOKEN", TOKEN),
+                ("TMPDIR", scratch.path().to_str().unwrap()),
+            ],
         );
         assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
         assert!(stdout(&o).contains(expect), "{}", stdout(&o));
+        let left: Vec<_> = std::fs::read_dir(scratch.path()).unwrap().collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
         serves_new(&server, &f);
     }
 }

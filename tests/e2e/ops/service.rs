@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::os::unix::net::UnixDatagram;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use kgbox_testkit::*;
@@ -106,6 +107,30 @@ fn healthcheck_exits_0_when_ready_and_1_when_nothing_answers() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+
+    // The container image's HEALTHCHECK, as firmware-config/Containerfile
+    // writes it (its config path replaced by the device's; the image sets
+    // KGBOX_HTTP__LISTEN to a wildcard address).
+    let file = std::fs::read_to_string(repo_root().join("firmware-config/Containerfile")).unwrap();
+    let cmd = file
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("CMD "))
+        .expect("a HEALTHCHECK CMD");
+    let argv: Vec<String> = serde_json::from_str(cmd).unwrap();
+    assert_eq!(argv[..2], ["kgbox", "healthcheck"], "{cmd}");
+    let args: Vec<&std::ffi::OsStr> = argv[1..]
+        .iter()
+        .map(|a| match a.as_str() {
+            "/etc/kgbox/config.toml" => device.config.as_os_str(),
+            a => std::ffi::OsStr::new(a),
+        })
+        .collect();
+    let o = Command::new(bin("kgbox"))
+        .args(args)
+        .env("KGBOX_HTTP__LISTEN", format!("0.0.0.0:{}", server.port))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{cmd}: {}", stderr(&o));
 }
 
 #[test]
@@ -172,4 +197,57 @@ fn completions_and_the_man_page_name_every_subcommand() {
         man.contains("healthcheck") && man.contains("mark\\-good"),
         "{man}"
     );
+}
+
+#[test]
+fn every_man_page_the_main_one_names_is_written_for_both_programs() {
+    for program in ["kgbox", "kgbox-pack"] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = run(Command::new(bin(program))
+            .args(["man", "--dir"])
+            .arg(dir.path()));
+        assert!(o.status.success(), "{program}: {}", stderr(&o));
+        let main = std::fs::read_to_string(dir.path().join(format!("{program}.1"))).unwrap();
+        // The SUBCOMMANDS section refers to `kgbox\-serve(1)` and the like.
+        let named: Vec<String> = main
+            .lines()
+            .filter_map(|l| l.strip_suffix("(1)"))
+            .map(|page| page.replace("\\-", "-"))
+            .collect();
+        assert!(named.len() >= 8, "{program}: {named:?}");
+        for page in &named {
+            assert!(
+                dir.path().join(format!("{page}.1")).exists(),
+                "{program}: {page}.1 is named but not written"
+            );
+        }
+    }
+    // Nested: `kgbox eval qa`.
+    let dir = tempfile::tempdir().unwrap();
+    run(Command::new(bin("kgbox"))
+        .args(["man", "--dir"])
+        .arg(dir.path()));
+    assert!(dir.path().join("kgbox-eval-qa.1").exists());
+}
+
+#[test]
+fn generated_text_into_a_closed_pipe_is_no_error() {
+    let cases: [(&str, &[&str]); 3] = [
+        ("kgbox", &["completions", "fish"]),
+        ("kgbox", &["man"]),
+        ("kgbox-pack", &["completions", "bash"]),
+    ];
+    for (program, args) in cases {
+        // The reader is gone before the program writes (`| head` that exited).
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let o = Command::new(bin(program))
+            .args(args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{program} {args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    }
 }

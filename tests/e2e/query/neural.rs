@@ -260,6 +260,16 @@ fn cli_query_and_kgc_eval() {
     let mrr = v["mrr"].as_f64().unwrap();
     assert!(mrr > 0.0 && mrr <= 1.0, "{v}");
     assert!(v["hits_at_10"].as_f64().unwrap() >= v["hits_at_1"].as_f64().unwrap());
+    // The text report; progress is an indicatif bar, drawn on a terminal
+    // only: a log (stderr not a terminal) gets no carriage-return lines.
+    let o = kgc(&[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("4 queries (head and tail)"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(!stderr(&o).contains('\r'), "{:?}", stderr(&o));
 
     // A test fact naming something the bundle lacks is a clear error.
     std::fs::write(&test, "Blade Runner\tdirected_by\tNobody Known\n").unwrap();

@@ -9,6 +9,7 @@ pub mod health;
 pub mod healthcheck;
 pub mod install;
 pub mod link;
+pub mod manual;
 pub mod query;
 pub mod render;
 pub mod rollback;

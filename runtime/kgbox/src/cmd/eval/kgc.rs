@@ -1,6 +1,5 @@
 //! `kgbox eval kgc`: link prediction with the bundle's ULTRA model.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -85,9 +84,12 @@ pub fn run(cfg: &Config, args: &KgcArgs) -> Result<()> {
         skipped += s;
     }
     let graph = Subgraph::full(&kg);
-    let total = test.len() * 2;
     let t0 = Instant::now();
-    let quiet = args.json;
+    // Head and tail queries of each test triple.
+    let bar = match args.json {
+        true => indicatif::ProgressBar::hidden(),
+        false => super::progress_bar((test.len() * 2) as u64, "eval kgc"),
+    };
     let report = kgc::evaluate(
         &model,
         &graph,
@@ -95,17 +97,9 @@ pub fn run(cfg: &Config, args: &KgcArgs) -> Result<()> {
         &test,
         &filter,
         args.batch,
-        |done| {
-            if !quiet {
-                let rate = done as f64 / t0.elapsed().as_secs_f64().max(1e-9);
-                eprint!(
-                    "\r{done}/{total} queries ({rate:.1}/s, eta {:.0} s)   ",
-                    (total - done) as f64 / rate.max(1e-9)
-                );
-                let _ = std::io::stderr().flush();
-            }
-        },
+        |done| bar.set_position(done as u64),
     )?;
+    bar.finish_and_clear();
     let seconds = t0.elapsed().as_secs_f64();
     let engine = format!("{}/{}", model.engine_name(), model.device());
     if args.json {
@@ -128,7 +122,6 @@ pub fn run(cfg: &Config, args: &KgcArgs) -> Result<()> {
         );
         return Ok(());
     }
-    eprintln!();
     println!(
         "{}: {} queries (head and tail), {} on the full graph ({} nodes, {} message edges), checkpoint {}",
         args.test.display(),

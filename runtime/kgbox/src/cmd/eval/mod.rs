@@ -57,6 +57,19 @@ pub struct Latency {
     pub mean: f64,
 }
 
+/// The progress bar of an eval on stderr: items done, rate and time left
+/// (drawn only on a terminal).
+pub fn progress_bar(len: u64, message: &'static str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(len);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({per_sec}, {eta})")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(message);
+    bar
+}
+
 /// `n` items spread evenly over `items` (all of them when `n >= len`).
 pub fn sample_evenly<T>(items: Vec<T>, n: usize) -> Vec<T> {
     let len = items.len();

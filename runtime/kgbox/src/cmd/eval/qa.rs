@@ -233,13 +233,7 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
     if let Some(n) = args.sample {
         gold = sample_evenly(gold, n);
     }
-    let bar = indicatif::ProgressBar::new(gold.len() as u64);
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({per_sec}, {eta})")
-    {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.set_message("eval qa");
+    let bar = super::progress_bar(gold.len() as u64, "eval qa");
     let no_paths = Overrides {
         paths: Some(Paths::On(false)),
         ..Overrides::default()

@@ -96,13 +96,7 @@ pub fn run(cfg: &Config, args: &RepairEvalArgs) -> Result<()> {
         max_answers: args.max_answers.max(1),
         ..RepairOptions::default()
     };
-    let bar = indicatif::ProgressBar::new(gold.len() as u64);
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({per_sec}, {eta})")
-    {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.set_message("eval repair");
+    let bar = super::progress_bar(gold.len() as u64, "eval repair");
     let mut r = Report {
         file: args.queries.display().to_string(),
         mode: if args.tighten { "tighten" } else { "relax" },
