@@ -77,6 +77,9 @@ pub enum LlmError {
         endpoint: String,
         status: u16,
         body: String,
+        /// How long the server asked to wait before trying again (its
+        /// `Retry-After`, when given in seconds).
+        retry_after: Option<std::time::Duration>,
     },
     #[error("the LLM's reply is not usable: {0}")]
     BadReply(String),

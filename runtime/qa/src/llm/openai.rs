@@ -137,6 +137,12 @@ impl OpenAiClient {
                     }
                     Ok(resp) => {
                         let status = resp.status().as_u16();
+                        let retry_after = resp
+                            .headers()
+                            .get("retry-after")
+                            .and_then(|v| v.to_str().ok())
+                            .and_then(|v| v.trim().parse::<u64>().ok())
+                            .map(Duration::from_secs);
                         let mut text = Vec::new();
                         let _ = resp
                             .into_body()
@@ -147,6 +153,7 @@ impl OpenAiClient {
                             endpoint,
                             status,
                             body: String::from_utf8_lossy(&text).chars().take(500).collect(),
+                            retry_after,
                         })
                     }
                     Err(e) => Err(LlmError::Transport {
@@ -171,6 +178,7 @@ impl OpenAiClient {
                         endpoint: self.endpoint.to_string(),
                         status,
                         body: String::from_utf8_lossy(&reply).chars().take(500).collect(),
+                        retry_after: None,
                     })
                 }
             }),
@@ -245,18 +253,78 @@ pub fn reply_logprob(reply: &[u8]) -> Option<f32> {
     (!tokens.is_empty() && sum.is_finite()).then_some(sum as f32)
 }
 
+/// Calls tried again after a 429 or 5xx answer, at most.
+const RETRIES: usize = 2;
+/// The first wait before trying again; it doubles (with jitter) up to
+/// [`RETRY_WAIT_MAX`].
+const RETRY_WAIT: Duration = Duration::from_millis(250);
+const RETRY_WAIT_MAX: Duration = Duration::from_secs(2);
+/// A server that asks to wait longer than this (`Retry-After`) gets no
+/// retry: the question fails now rather than in minutes.
+const RETRY_AFTER_MAX: Duration = Duration::from_secs(10);
+
+/// The wait before trying `error` again, as its `Retry-After` asks or as
+/// the backoff gives: `None` when it is not worth trying again (not a 429
+/// or 5xx, a refused `response_format`, a wait over [`RETRY_AFTER_MAX`],
+/// or no retries left).
+fn retry_wait(error: &LlmError, backoff: &mut impl Iterator<Item = Duration>) -> Option<Duration> {
+    let LlmError::Status {
+        status,
+        retry_after,
+        body,
+        ..
+    } = error
+    else {
+        return None;
+    };
+    // A server that refuses the `response_format` (some say so with a
+    // 500) is answered by [`OpenAiClient::exchange`], not asked again.
+    if (*status != 429 && *status < 500) || body.contains("response_format") {
+        return None;
+    }
+    let wait = backoff.next()?;
+    match retry_after {
+        Some(asked) if *asked > RETRY_AFTER_MAX => None,
+        Some(asked) => Some(*asked),
+        None => Some(wait),
+    }
+}
+
 impl OpenAiClient {
+    /// One call, tried again (each try audited) while the server answers
+    /// 429 or 5xx, at most [`RETRIES`] times.
+    fn call_retrying(&self, req: &ChatRequest, sample: Option<u64>) -> Result<Vec<u8>, LlmError> {
+        use backon::BackoffBuilder;
+        let mut backoff = backon::ExponentialBuilder::default()
+            .with_min_delay(RETRY_WAIT)
+            .with_max_delay(RETRY_WAIT_MAX)
+            .with_max_times(RETRIES)
+            .with_jitter()
+            .build();
+        loop {
+            let result = self.call(req, sample);
+            match result
+                .as_ref()
+                .err()
+                .and_then(|e| retry_wait(e, &mut backoff))
+            {
+                Some(wait) => std::thread::sleep(wait),
+                None => return result,
+            }
+        }
+    }
+
     /// One exchange; a server that refuses the `json_schema` form is asked
     /// again (and from then on) with `json_object`.
     fn exchange(&self, req: &ChatRequest, sample: Option<u64>) -> Result<Vec<u8>, LlmError> {
-        let mut result = self.call(req, sample);
+        let mut result = self.call_retrying(req, sample);
         if let Err(LlmError::Status { body, .. }) = &result {
             let schema_refused = matches!(req.constraint, Constraint::JsonSchema { .. })
                 && !self.json_object.load(Ordering::Relaxed)
                 && body.contains("response_format");
             if schema_refused {
                 self.json_object.store(true, Ordering::Relaxed);
-                result = self.call(req, sample);
+                result = self.call_retrying(req, sample);
             }
         }
         result
@@ -440,6 +508,102 @@ mod tests {
             Arc::new(AuditLog::counters_only()),
         );
         (client, server)
+    }
+
+    /// A client for an HTTP server on 127.0.0.1 that answers one request
+    /// per connection with each of `replies` in turn (then stops); the
+    /// requests it read.
+    fn http_replies(replies: Vec<Vec<u8>>) -> (OpenAiClient, std::thread::JoinHandle<usize>) {
+        use std::io::Write as _;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let server = std::thread::spawn(move || {
+            let mut served = 0;
+            for reply in replies {
+                let (mut conn, _) = listener.accept().expect("accept");
+                kgbox_testkit::read_http_request(&mut conn);
+                drop(conn.write_all(&reply));
+                served += 1;
+            }
+            served
+        });
+        let endpoint = Endpoint::Http {
+            url: format!("http://127.0.0.1:{port}/v1"),
+            host: "127.0.0.1".into(),
+        };
+        let audit = Arc::new(AuditLog::counters_only());
+        let client = OpenAiClient::new(endpoint, "m".into(), None, Duration::from_secs(5), audit);
+        (client, server)
+    }
+
+    /// A reply that closes its connection, with extra header lines.
+    fn closing_reply(status: &str, headers: &str, body: &[u8]) -> Vec<u8> {
+        let mut r = format!(
+            "HTTP/1.1 {status}\r\nConnection: close\r\n{headers}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        r.extend_from_slice(body);
+        r
+    }
+
+    fn question() -> ChatRequest {
+        ChatRequest {
+            messages: vec![super::super::Message::user("q")],
+            constraint: Constraint::None,
+            max_tokens: 8,
+            temperature: 0.0,
+            purpose: "plan",
+        }
+    }
+
+    const ANSWER: &[u8] = br#"{"choices": [{"message": {"content": "ok"}}]}"#;
+
+    #[test]
+    fn busy_and_failing_servers_are_asked_again_as_they_ask() {
+        // 429 with Retry-After, then a 503, then the answer: three calls,
+        // each audited.
+        let (client, server) = http_replies(vec![
+            closing_reply("429 Too Many Requests", "Retry-After: 1\r\n", b"{}"),
+            closing_reply("503 Service Unavailable", "", b"{}"),
+            closing_reply("200 OK", "", ANSWER),
+        ]);
+        let t = Instant::now();
+        assert_eq!(client.complete(&question()).expect("answered"), "ok");
+        assert!(
+            t.elapsed() >= Duration::from_secs(1),
+            "Retry-After was not waited for"
+        );
+        assert_eq!(server.join().expect("server"), 3);
+        assert_eq!(client.audit.stats()["plan"].calls, 3);
+
+        // Still failing after the retries: the last error.
+        let (client, server) =
+            http_replies(vec![
+                closing_reply("500 Internal Server Error", "", b"{}");
+                RETRIES + 1
+            ]);
+        match client.complete(&question()) {
+            Err(LlmError::Status { status: 500, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(server.join().expect("server"), RETRIES + 1);
+    }
+
+    #[test]
+    fn a_refusal_or_a_long_wait_is_not_tried_again() {
+        for reply in [
+            closing_reply("400 Bad Request", "", b"{}"),
+            closing_reply("429 Too Many Requests", "Retry-After: 3600\r\n", b"{}"),
+        ] {
+            let (client, server) = http_replies(vec![reply]);
+            assert!(matches!(
+                client.complete(&question()),
+                Err(LlmError::Status { .. })
+            ));
+            assert_eq!(client.audit.stats()["plan"].calls, 1);
+            server.join().expect("server");
+        }
     }
 
     fn http_reply(status: &str, body: &[u8]) -> Vec<u8> {
