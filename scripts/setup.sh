@@ -178,11 +178,12 @@ else
 fi
 
 # The clients of tests/clients/ and clients/python's dependencies (run by the
-# end-to-end tests in CI; jinja2 renders the Home Assistant templates), and
-# the Oxigraph server of the sparql_store tests.
+# end-to-end tests in CI; jinja2 renders the Home Assistant templates; wheel
+# builds clients/python as one), and the Oxigraph server of the sparql_store
+# tests.
 CLIENTS=(openai==3.57.0 langchain-openai==1.7.4 SPARQLWrapper==2.0.0 rdflib==7.6.0
   pyoxigraph==0.5.13 playwright==1.65.2 openapi-spec-validator==0.9.0 schemathesis==4.32.5
-  oxigraph==0.5.13 paho-mqtt==2.1.0 pytest==9.2.0 jinja2==3.1.6)
+  oxigraph==0.5.13 paho-mqtt==2.1.0 pytest==9.2.0 jinja2==3.1.6 wheel==0.45.1)
 client_missing=()
 for spec in "${CLIENTS[@]}"; do
   name=${spec%%==*} want=${spec##*==}

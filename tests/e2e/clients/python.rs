@@ -135,3 +135,80 @@ fn python_client_suite_passes_against_live_devices() {
     );
     assert!(tls_server.metric("kgbox_mqtt_requests_total{outcome=\"answered\"}") >= 2);
 }
+
+/// The package builds as a wheel (setuptools, from a copy of
+/// `clients/python`) whose only requirement is paho-mqtt behind the extra
+/// `mqtt`; installed alone, HTTP works and `KgboxMqtt` names the extra.
+#[test]
+fn the_client_builds_as_a_wheel_with_mqtt_an_extra() {
+    require_python_modules(&["setuptools", "wheel"]);
+    let work = tempfile::tempdir().unwrap();
+    let copy = work.path().join("kgbox-client");
+    let o = run(Command::new("cp")
+        .arg("-r")
+        .arg(repo_root().join("clients/python"))
+        .arg(&copy));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dist = work.path().join("dist");
+    let o = run(Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+        ])
+        .arg(&dist)
+        .arg(&copy));
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let wheel = std::fs::read_dir(&dist)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "whl"))
+        .expect("a wheel");
+    let site = work.path().join("site");
+    let o = run(Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--target",
+        ])
+        .arg(&site)
+        .arg(&wheel));
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Without site-packages (-S): the wheel alone, no paho-mqtt.
+    let script = r#"
+import sys, importlib.metadata as md
+sys.path.insert(0, sys.argv[1])
+print("requires:", md.distribution("kgbox-client").requires)
+import kgbox_client
+print("http:", kgbox_client.KgboxHttp.__name__)
+try:
+    kgbox_client.KgboxMqtt
+except ModuleNotFoundError as e:
+    print("mqtt:", e)
+"#;
+    let o = run(Command::new("python3")
+        .args(["-S", "-c", script])
+        .arg(&site)
+        .env_remove("PYTHONPATH"));
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(
+        out.contains(
+            r#"requires: ['paho-mqtt>=2; extra == "mqtt"', 'pytest>=7; extra == "test"']"#
+        ),
+        "{out}"
+    );
+    assert!(out.contains("http: KgboxHttp"), "{out}");
+    assert!(
+        out.contains("mqtt: KgboxMqtt needs paho-mqtt 2: pip install 'kgbox-client[mqtt]'"),
+        "{out}"
+    );
+}

@@ -39,7 +39,15 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # KgboxMqtt imports paho-mqtt: only when it is asked for, so HTTP works without it.
     if name == "KgboxMqtt":
-        from .mqttclient import KgboxMqtt
+        try:
+            from .mqttclient import KgboxMqtt
+        except ModuleNotFoundError as e:
+            if e.name is None or not e.name.startswith("paho"):
+                raise
+            raise ModuleNotFoundError(
+                "KgboxMqtt needs paho-mqtt 2: pip install 'kgbox-client[mqtt]'",
+                name=e.name,
+            ) from e
 
         return KgboxMqtt
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
