@@ -1,14 +1,50 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it (.ci/run): system setup, formatting,
-# lints (warnings are errors), a build of every binary, then every test.
+# The test suite, in two tiers (README.md states how long each takes):
+#
+#   scripts/test.sh         the whole suite, as CI runs it (.ci/run): system
+#                           setup, formatting, lints (warnings are errors), a
+#                           build of every binary, then every test
+#   scripts/test.sh quick   for every change, with a warm build: formatting,
+#                           the cycle check, lints, the unit tests and the core
+#                           end-to-end tests (serve, query, ask, ops, deploy
+#                           over HTTP, MQTT requests); no setup (run the whole
+#                           suite, or scripts/setup.sh, once first)
 set -euo pipefail
-# A from-scratch build gains nothing from incremental state (1-2 GB on disk).
-export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 cd "$(dirname "$0")/.."
+case "${1:-}" in
+  "") TIER=full ;;
+  quick) TIER=quick ;;
+  *) echo "usage: scripts/test.sh [quick]" >&2; exit 2 ;;
+esac
+# A from-scratch build gains nothing from incremental state (1-2 GB on disk);
+# the quick tier runs on a developer's warm, incremental build.
+if [[ $TIER == full ]]; then
+  export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+fi
 
 # Each step names the disk space left: a full disk shows as a linker's bus
 # error, far from its cause.
 step() { printf '\n==> %s (disk: %s free)\n' "$*" "$(df -h --output=avail . | tail -1 | tr -d ' ')"; }
+
+if [[ $TIER == quick ]]; then
+  ORT_DYLIB_PATH=$(bash scripts/ort-lib.sh)
+  export ORT_DYLIB_PATH
+  step "cargo fmt --all --check"
+  cargo fmt --all --check
+  step "no module import cycles"
+  python3 scripts/module-cycles.py runtime/*/src packager/src
+  step "cargo clippy --workspace --all-targets -- -D warnings"
+  cargo clippy --workspace --all-targets -- -D warnings
+  step "cargo build --workspace --bins"
+  cargo build --workspace --bins
+  step "unit tests (cargo test --workspace --lib --bins)"
+  cargo test --workspace --lib --bins
+  step "core end-to-end tests"
+  cargo test -p kgbox-testkit --test e2e -- serve:: query:: ops:: deploy::http mqtt::requests \
+    qa::ask::learned_planner_over_http_cli_and_eval
+  step "quick tier passed (the whole suite: scripts/test.sh)"
+  exit 0
+fi
 
 step "setup"
 bash scripts/setup.sh
