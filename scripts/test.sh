@@ -26,17 +26,32 @@ fi
 # error, far from its cause.
 step() { printf '\n==> %s (disk: %s free)\n' "$*" "$(df -h --output=avail . | tail -1 | tr -d ' ')"; }
 
-if [[ $TIER == quick ]]; then
-  ORT_DYLIB_PATH=$(bash scripts/ort-lib.sh)
-  export ORT_DYLIB_PATH
+# What both tiers check first: formatting, the module cycles, lints and a
+# build of every binary.
+checks() {
   step "cargo fmt --all --check"
   cargo fmt --all --check
-  step "no module import cycles"
+  step "no module import cycles (every crate of runtime/ and the packager)"
   python3 scripts/module-cycles.py runtime/*/src packager/src
   step "cargo clippy --workspace --all-targets -- -D warnings"
   cargo clippy --workspace --all-targets -- -D warnings
   step "cargo build --workspace --bins"
   cargo build --workspace --bins
+}
+
+if [[ $TIER == full ]]; then
+  step "setup"
+  bash scripts/setup.sh
+fi
+
+# ONNX Runtime, from the wheel setup.sh installs: the `kgbox` binary is built
+# with the `ort` feature by default, and the tests of every engine need it.
+ORT_DYLIB_PATH=$(bash scripts/ort-lib.sh)
+export ORT_DYLIB_PATH
+
+checks
+
+if [[ $TIER == quick ]]; then
   step "unit tests (cargo test --workspace --lib --bins)"
   cargo test --workspace --lib --bins
   step "core end-to-end tests"
@@ -45,26 +60,6 @@ if [[ $TIER == quick ]]; then
   step "quick tier passed (the whole suite: scripts/test.sh)"
   exit 0
 fi
-
-step "setup"
-bash scripts/setup.sh
-
-# ONNX Runtime, from the wheel setup.sh installs: the `kgbox` binary is built
-# with the `ort` feature by default, and the tests of every engine need it.
-ORT_DYLIB_PATH=$(bash scripts/ort-lib.sh)
-export ORT_DYLIB_PATH
-
-step "cargo fmt --all --check"
-cargo fmt --all --check
-
-step "no module import cycles (every crate of runtime/ and the packager)"
-python3 scripts/module-cycles.py runtime/*/src packager/src
-
-step "cargo clippy --workspace --all-targets -- -D warnings"
-cargo clippy --workspace --all-targets -- -D warnings
-
-step "cargo build --workspace --bins"
-cargo build --workspace --bins
 
 step "cargo test --workspace"
 cargo test --workspace
