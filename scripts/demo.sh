@@ -1,16 +1,53 @@
 #!/usr/bin/env bash
-# Installs what is needed, builds kgbox, serves the built-in demo bundle on a
-# free local port and asks it one question:
-#   GET /v1/entities/Blade%20Runner?limit=5, a DSL query and a question (POST /v1/ask)
-# The server runs with an empty temporary data dir (so it serves the demo) and
-# is stopped on exit. Exits non-zero if any step fails.
+# Builds kgbox, serves the built-in demo bundle on a free local port and
+# sends it three requests: GET /v1/entities/Blade%20Runner?limit=5, a DSL
+# query (POST /v1/query) and a question (POST /v1/ask). Then it keeps serving
+# in the foreground, with the web console's address printed, until Ctrl-C.
+#
+#   scripts/demo.sh          build, answer, keep serving
+#   scripts/demo.sh --once   build, answer, stop (for CI)
+#
+# It needs Rust (cargo), a C toolchain and curl, and installs only those of
+# the last two that are missing (Debian's build-essential, pkg-config, curl).
+# Everything the test suite needs is scripts/setup.sh's. The server runs with
+# an empty temporary data dir (so it serves the demo), removed when it stops.
+# Exits non-zero if any step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+case "${1:-}" in
+  "") ONCE=0 ;;
+  --once) ONCE=1 ;;
+  *) echo "usage: scripts/demo.sh [--once]" >&2; exit 2 ;;
+esac
 
 QUESTION='/v1/entities/Blade%20Runner?limit=5'
 READY_TIMEOUT_S=30
 
-bash scripts/setup.sh
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "demo.sh: cargo is not on PATH: install Rust first (https://rustup.rs)" >&2
+  exit 1
+fi
+# The build's C parts (zstd, LMDB) need a C compiler and pkg-config; the
+# demo's requests need curl.
+need=()
+command -v cc >/dev/null 2>&1 || need+=(build-essential)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+if ((${#need[@]} > 0)); then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "demo.sh: install these first: ${need[*]}" >&2
+    exit 1
+  fi
+  sudo=()
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null 2>&1 || { echo "demo.sh: need root or sudo to install: ${need[*]}" >&2; exit 1; }
+    sudo=(sudo)
+  fi
+  echo "demo.sh: installing ${need[*]} (to build kgbox and to ask it)"
+  ${sudo[@]+"${sudo[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  ${sudo[@]+"${sudo[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}"
+fi
 
 echo "demo.sh: building (release)"
 cargo build --release -p kgbox -p kgbox-pack
@@ -110,3 +147,13 @@ echo
 echo "POST /v1/ask $ASK"
 answer=$(curl -fsS -H 'content-type: application/json' -d "$ASK" "$base/v1/ask")
 show "$answer"
+
+if ((ONCE)); then
+  exit 0
+fi
+echo
+echo "demo.sh: serving the demo at $base/ (the web console; the API: $base/openapi.json); Ctrl-C stops it"
+echo "  curl '$base$QUESTION'"
+echo "  curl -s $base/v1/query -H 'content-type: application/json' -d '$QUERY'"
+echo "  curl -s $base/v1/ask -H 'content-type: application/json' -d '$ASK'"
+wait "$server_pid"
