@@ -197,6 +197,12 @@ if ((${#client_missing[@]} > 0)); then
 else
   echo "setup.sh: test clients present (${CLIENTS[*]})"
 fi
+# setuptools builds clients/python as a wheel (with wheel, above); Python
+# 3.12's environments come without it. Whichever version is there will do.
+if ! python3 -c "import setuptools" >/dev/null 2>&1; then
+  echo "setup.sh: installing setuptools (to build clients/python as a wheel)"
+  python3 -m pip install --quiet setuptools
+fi
 if ! command -v oxigraph >/dev/null 2>&1; then
   echo "setup.sh: the PyPI package oxigraph is installed but its \`oxigraph\` command is not on PATH (add pip's scripts folder, e.g. ~/.local/bin, to PATH)" >&2
   exit 1
