@@ -52,19 +52,6 @@ pub(crate) fn session(
 }
 
 impl Session {
-    /// Answers with `params` as they are (an evaluation sets what no
-    /// request can, such as exporting the reranker's features).
-    pub fn ask(&self, question: &str, params: &AskParams) -> Result<AskResult, kgbox_qa::AskError> {
-        self.qa.ask(
-            &self.bundle,
-            self.encoder.as_deref(),
-            &self.executors,
-            &self.cfg,
-            question,
-            params,
-        )
-    }
-
     /// The settings of a question with `overrides`, checked as a request's.
     pub fn params(&self, overrides: &Overrides) -> Result<AskParams> {
         Ok(AskParams::new(

@@ -2,7 +2,7 @@
 //! service ([`crate::service::query`]) and the graph.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -17,7 +17,7 @@ use serde_json::json;
 use super::errors::ApiJson;
 use super::{ApiError, AppState};
 use crate::served::Served;
-use crate::service::query::{answer, resolve_names, QueryRequest, QueryResponse, QueryTarget};
+use crate::service::query::{answer, ms, resolve_names, QueryRequest, QueryResponse, QueryTarget};
 
 pub(super) fn kg_of(served: &Served) -> Result<Kg<'_>, ApiError> {
     served.bundle.kg().map_err(|e| {
@@ -27,10 +27,6 @@ pub(super) fn kg_of(served: &Served) -> Result<Kg<'_>, ApiError> {
             e.to_string(),
         )
     })
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }
 
 /// Runs a DSL, openCypher or SPARQL query.

@@ -123,7 +123,8 @@ pub struct QueryTarget<'t, 'k> {
     pub query: &'t QueryConfig,
 }
 
-fn ms(d: Duration) -> f64 {
+/// `d` in milliseconds, as the responses' timings give it.
+pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 

@@ -226,6 +226,12 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
     if let Some(prefix) = &args.reranker {
         s.qa.reranker = Some(load_reranker_files(prefix, &s.cfg)?);
     }
+    let no_paths = Overrides {
+        paths: Some(Paths::On(false)),
+        ..Overrides::default()
+    };
+    let defaults = s.params(&no_paths)?;
+    let (s, cfg) = s.into_served();
     let mut gold = read_questions(&args.questions, args.format)?;
     if let Some(n) = args.limit {
         gold.truncate(n);
@@ -234,10 +240,6 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
         gold = sample_evenly(gold, n);
     }
     let bar = super::progress_bar(gold.len() as u64, "eval qa");
-    let no_paths = Overrides {
-        paths: Some(Paths::On(false)),
-        ..Overrides::default()
-    };
     let params = AskParams {
         top_k: Some(args.top_k),
         rerank: Some(!args.no_rerank),
@@ -246,7 +248,7 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
         // the export, so the latencies stay those of the pipeline.
         export_features: args.export_features.is_some()
             || (s.qa.reranker.is_some() && !args.no_rerank),
-        ..s.params(&no_paths)?
+        ..defaults
     };
     let mut export = match &args.export_features {
         Some(path) => Some(features::Export::create(path, &s.bundle)?),
@@ -255,14 +257,14 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
     let mut r = QaReport {
         questions: args.questions.display().to_string(),
         n: gold.len(),
-        planner: s.cfg.planner.kind.to_string(),
+        planner: cfg.planner.kind.to_string(),
         rerank: match (&s.qa.reranker, args.no_rerank) {
             (None, _) => "absent",
             (Some(_), true) => "off",
             (Some(_), false) => "on",
         },
-        executor: s.cfg.executor.mode.to_string(),
-        seppr_k: s.cfg.executor.seppr_k,
+        executor: cfg.executor.mode.to_string(),
+        seppr_k: cfg.executor.seppr_k,
         ..QaReport::default()
     };
     let mut answers_out = match &args.answers {
@@ -279,7 +281,7 @@ pub fn run(cfg: &Config, args: &EvalQaArgs) -> Result<()> {
     let mut llm_replies = 0usize;
     for (qid, q) in gold.iter().enumerate() {
         bar.inc(1);
-        let res = match s.ask(&q.question, &params) {
+        let res = match s.ask(&cfg, &q.question, &params) {
             Ok(res) => res,
             Err(e) => {
                 r.errors += 1;
