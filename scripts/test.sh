@@ -8,7 +8,11 @@
 #                           the cycle check, lints, the unit tests and the core
 #                           end-to-end tests (serve, query, ask, ops, deploy
 #                           over HTTP, MQTT requests); no setup (run the whole
-#                           suite, or scripts/setup.sh, once first)
+#                           suite, or scripts/setup.sh --dev, once first)
+#
+# Python tools and clients come from the repository's virtual environment,
+# .venv (scripts/setup.sh --dev), put first on PATH here. KGBOX_SETUP_PYTHON
+# names the python3 that makes it (CI: Debian's own /usr/bin/python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
@@ -40,8 +44,15 @@ checks() {
 }
 
 if [[ $TIER == full ]]; then
-  step "setup"
-  bash scripts/setup.sh
+  step "setup (scripts/setup.sh --dev${KGBOX_SETUP_PYTHON:+ --python $KGBOX_SETUP_PYTHON})"
+  bash scripts/setup.sh --dev ${KGBOX_SETUP_PYTHON:+--python "$KGBOX_SETUP_PYTHON"}
+fi
+if [[ -x .venv/bin/python3 ]]; then
+  export VIRTUAL_ENV="$PWD/.venv"
+  export PATH="$VIRTUAL_ENV/bin:$PATH"
+elif [[ $TIER == quick ]]; then
+  echo "test.sh: no .venv: run scripts/setup.sh --dev (or the whole suite) once first" >&2
+  exit 1
 fi
 
 # ONNX Runtime, from the wheel setup.sh installs: the `kgbox` binary is built
@@ -69,28 +80,40 @@ cargo test --workspace
 step "soak and abuse, 30 s (kgbox-soak --seconds 30 --idle 500)"
 cargo run --quiet -p kgbox-benches --bin kgbox-soak -- --seconds 30 --idle 500 --slow 20
 
-# Supply chain: licenses, bans, sources and RustSec advisories (deny.toml),
-# and the release's SBOM (CycloneDX) made and checked.
+# Supply chain: licenses, bans, sources and RustSec advisories (deny.toml).
 step "cargo deny check (scripts/deny.sh)"
 bash scripts/deny.sh
-step "SBOM (scripts/release.sh --sbom-only)"
-bash scripts/release.sh --sbom-only
+
+# The README's tour, every block as written, in a scratch directory, with
+# the binaries built above.
+step "README tour (scripts/readme-tour.sh)"
+bash scripts/readme-tour.sh
+
+# The packages: .deb for amd64 and arm64 (cross-built), tarballs, SBOMs and
+# checksums, from the debug profile built above (a release build of both
+# architectures would not fit CI's time; scripts/release.sh with no flags is
+# the release). Then installed, linted, verified and run, arm64 under qemu.
+step "packages (scripts/release.sh --profile dev), checked (scripts/package-check.sh)"
+# (arm64: the runtime only; lighter compression.)
+DIST=target/dist CROSS_PACKAGES=kgbox bash scripts/release.sh --profile dev --fast
+DIST=target/dist bash scripts/package-check.sh
+if [[ -n "${CI:-}" ]]; then
+  rm -rf target/aarch64-unknown-linux-gnu target/dist
+fi
 
 # Every fuzz target for a short fixed time (the long runs: docs/reliability.md).
-step "fuzz: every target, 15 s each (scripts/fuzz.sh 15)"
-bash scripts/fuzz.sh 15
+step "fuzz: every target, 10 s each (scripts/fuzz.sh 10)"
+bash scripts/fuzz.sh 10
 # The instrumented targets (about 4 GB) serve no later step; CI (.ci/run sets
 # CI) frees the space, a developer's checkout keeps them for the next run.
 if [[ -n "${CI:-}" ]]; then
   rm -rf fuzz/target
 fi
 
-# The neural crate on its own with ONNX Runtime: lints, then the parity
-# test against the PyTorch fixtures through every engine.
-step "cargo clippy -p kgbox-neural --features ort --all-targets -- -D warnings"
-cargo clippy -p kgbox-neural --features ort --all-targets -- -D warnings
-step "cargo test -p kgbox-neural --features ort (ORT_DYLIB_PATH=$ORT_DYLIB_PATH)"
-cargo test -p kgbox-neural --features ort
+# The neural crate's `ort` feature is on in the workspace (kgbox's default
+# features), so the lints and `cargo test --workspace` above cover it: the
+# parity test against the PyTorch fixtures ran through every engine there,
+# with ORT_DYLIB_PATH set.
 # The CUDA path compiles, and with no GPU (the wheel's library has no CUDA
 # provider) `device = auto` falls back to the CPU and `cuda` is refused.
 step "cargo clippy -p kgbox-neural --features cuda --all-targets -- -D warnings"
@@ -99,7 +122,7 @@ step "cargo test -p kgbox-neural --features cuda --test device"
 cargo test -p kgbox-neural --features cuda --test device
 
 # The in-process LLM (llama.cpp, built from source by llama-cpp-sys-2) with
-# the SmolLM2 GGUF that setup.sh installs.
+# the SmolLM2 GGUF that setup.sh --dev installs.
 step "cargo clippy -p kgbox-qa --features local-llm --all-targets -- -D warnings"
 cargo clippy -p kgbox-qa --features local-llm --all-targets -- -D warnings
 step "cargo test -p kgbox-qa --features local-llm --test local_llm"

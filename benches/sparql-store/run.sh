@@ -23,7 +23,7 @@
 #   WORK=(mktemp -d)            bundle, export, store; a mktemp folder is removed on
 #                               exit unless KEEP=1; a WORK you name is kept
 # Needs python3 and the `oxigraph` CLI (the PyPI package oxigraph, which
-# scripts/setup.sh installs). The store listens on a free loopback port and
+# scripts/setup.sh --dev installs). The store listens on a free loopback port and
 # is stopped on exit.
 set -euo pipefail
 
@@ -44,7 +44,7 @@ KB=$DATA/metaqa/kb.tsv
 [[ -f $KB ]] || die "missing $KB (give the data folder as the argument)"
 [[ -x $KGBOX ]] || die "missing $KGBOX (cargo build --release -p kgbox -p kgbox-pack, or set KGBOX)"
 [[ -x $PACK_BIN ]] || die "missing $PACK_BIN (cargo build --release -p kgbox -p kgbox-pack, or set PACK_BIN)"
-command -v oxigraph >/dev/null || die "the oxigraph CLI is not on PATH: run scripts/setup.sh"
+command -v oxigraph >/dev/null || die "the oxigraph CLI is not on PATH: run scripts/setup.sh --dev"
 
 if [[ -n ${WORK:-} ]]; then
   mkdir -p "$WORK"

@@ -295,7 +295,7 @@ pub fn read_record(path: &Path) -> Result<serde_json::Value> {
 /// `rel` under the current folder or any of its parents, then under the
 /// folder of the running executable or its parents (a repository checkout).
 /// The trainer's interpreter when none is given: the environment that
-/// `scripts/setup.sh` makes (`.venv-ultra` of this checkout), else
+/// `scripts/setup.sh --dev` makes (`.venv-ultra` of this checkout), else
 /// `python3` on the PATH.
 pub fn default_python() -> PathBuf {
     let venv = find_in_checkout(VENV_PYTHON);

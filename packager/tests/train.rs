@@ -2,7 +2,7 @@
 //! executor with the real trainer (models/ultra/train.py, PyTorch), packs
 //! it, records the training and fits the hybrid fusion. Needs a python with
 //! models/ultra/requirements.txt: `KGBOX_TRAIN_PYTHON`, else the checkout's
-//! `.venv-ultra` (scripts/setup.sh makes it).
+//! `.venv-ultra` (scripts/setup.sh --dev makes it).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -21,7 +21,7 @@ fn python() -> PathBuf {
     let venv = workspace().join(".venv-ultra/bin/python");
     assert!(
         venv.is_file(),
-        "no trainer python: run scripts/setup.sh (it makes .venv-ultra) or set KGBOX_TRAIN_PYTHON"
+        "no trainer python: run scripts/setup.sh --dev (it makes .venv-ultra) or set KGBOX_TRAIN_PYTHON"
     );
     venv
 }

@@ -15,7 +15,7 @@ full-page screenshot of the answered question to SCREENSHOT_PNG (and, next
 to it, the entity, query, SPARQL and status views and a desktop-size one).
 
 Exits 0 when every check passes; otherwise prints what failed and exits 1
-(2 for bad usage or a missing package or browser: run scripts/setup.sh).
+(2 for bad usage or a missing package or browser: run scripts/setup.sh --dev).
 """
 
 import os
@@ -79,10 +79,10 @@ def main():
     try:
         from playwright.sync_api import expect, sync_playwright
     except ImportError as e:
-        print(f"console.py: the playwright package is missing ({e}): run scripts/setup.sh", file=sys.stderr)
+        print(f"console.py: the playwright package is missing ({e}): run scripts/setup.sh --dev", file=sys.stderr)
         return 2
     if not os.access(CHROMIUM, os.X_OK):
-        print(f"console.py: {CHROMIUM} is missing: run scripts/setup.sh", file=sys.stderr)
+        print(f"console.py: {CHROMIUM} is missing: run scripts/setup.sh --dev", file=sys.stderr)
         return 2
     host = urlparse(base).hostname
 

@@ -8,7 +8,7 @@ Usage: console_caveat.py BASE_URL QUESTION LABEL
 
 Exits 0 when the answers come with a caveat that starts with LABEL;
 otherwise prints what it saw and exits 1 (2 for bad usage or a missing
-package or browser: run scripts/setup.sh).
+package or browser: run scripts/setup.sh --dev).
 """
 
 import os
@@ -25,10 +25,10 @@ def main():
     try:
         from playwright.sync_api import expect, sync_playwright
     except ImportError as e:
-        print(f"console_caveat.py: the playwright package is missing ({e}): run scripts/setup.sh", file=sys.stderr)
+        print(f"console_caveat.py: the playwright package is missing ({e}): run scripts/setup.sh --dev", file=sys.stderr)
         return 2
     if not os.access(CHROMIUM, os.X_OK):
-        print(f"console_caveat.py: {CHROMIUM} is missing: run scripts/setup.sh", file=sys.stderr)
+        print(f"console_caveat.py: {CHROMIUM} is missing: run scripts/setup.sh --dev", file=sys.stderr)
         return 2
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -7,7 +7,7 @@ Usage: openai_chat.py BASE_URL   (e.g. http://127.0.0.1:8080/v1)
 Asks the built-in demo bundle who directed Blade Runner, plain and streamed,
 and checks that `models.list()` lists the served bundle. Exits 0 when every
 check passes; otherwise prints what failed and exits 1 (2 for bad usage or a
-missing package: run scripts/setup.sh).
+missing package: run scripts/setup.sh --dev).
 """
 
 import sys
@@ -42,7 +42,7 @@ def main():
         import openai
         from langchain_openai import ChatOpenAI
     except ImportError as e:
-        print(f"openai_chat.py: {e}; run scripts/setup.sh to install the test clients", file=sys.stderr)
+        print(f"openai_chat.py: {e}; run scripts/setup.sh --dev to install the test clients", file=sys.stderr)
         return 2
 
     # The clients insist on a key; kgbox's public endpoints need none.

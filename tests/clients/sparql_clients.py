@@ -7,7 +7,7 @@
 
 URL is the endpoint, e.g. http://127.0.0.1:8080/sparql. Exits non-zero with
 the failing query on a mismatch. Needs SPARQLWrapper, rdflib and pyoxigraph
-(scripts/setup.sh installs them).
+(scripts/setup.sh --dev installs them).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ try:
     from rdflib.plugins.stores.sparqlstore import SPARQLStore
     from SPARQLWrapper import JSON, XML, CSV, SPARQLWrapper
 except ImportError as e:  # pragma: no cover - setup problem
-    sys.exit(f"sparql_clients.py: {e}; run scripts/setup.sh to install the test clients")
+    sys.exit(f"sparql_clients.py: {e}; run scripts/setup.sh --dev to install the test clients")
 
 E = "http://kgbox.local/e/"
 R = "http://kgbox.local/r/"

@@ -1,7 +1,7 @@
 //! The Python clients of `tests/clients/`, run against a live server.
 //!
 //! A missing python3 or client package fails the test with a pointer to
-//! scripts/setup.sh: these tests never skip.
+//! scripts/setup.sh --dev: these tests never skip.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -25,10 +25,10 @@ pub fn require_python_modules(modules: &[&str]) {
     match probe {
         Ok(o) if o.status.success() => {}
         Ok(o) => panic!(
-            "python3 lacks {modules:?} (run scripts/setup.sh): {}",
+            "python3 lacks {modules:?} (run scripts/setup.sh --dev): {}",
             String::from_utf8_lossy(&o.stderr)
         ),
-        Err(e) => panic!("python3 cannot be run ({e}): run scripts/setup.sh"),
+        Err(e) => panic!("python3 cannot be run ({e}): run scripts/setup.sh --dev"),
     }
 }
 
@@ -73,7 +73,9 @@ pub fn run_python(mut cmd: Command, what: &str, limit: Duration) -> ClientRun {
         .stdout(out)
         .stderr(err)
         .spawn()
-        .unwrap_or_else(|e| panic!("python3 {what} cannot be started ({e}): run scripts/setup.sh"));
+        .unwrap_or_else(|e| {
+            panic!("python3 {what} cannot be started ({e}): run scripts/setup.sh --dev")
+        });
     let deadline = Instant::now() + limit;
     let code = loop {
         match child.try_wait() {

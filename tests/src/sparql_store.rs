@@ -1,5 +1,5 @@
 //! Graph stores for the `sparql_store` executor's tests: a real Oxigraph
-//! server (the PyPI package `oxigraph`, pinned in scripts/setup.sh) loaded
+//! server (the PyPI package `oxigraph`, pinned in scripts/setup.sh --dev) loaded
 //! with a bundle's export, and [`FakeStore`], a socket that misbehaves on
 //! demand (hangs, error statuses, garbage results).
 
@@ -17,12 +17,12 @@ use tempfile::TempDir;
 use crate::{free_port, run, stderr};
 
 /// The Oxigraph CLI, checked: a missing one fails the test with a pointer
-/// to scripts/setup.sh (these tests never skip).
+/// to scripts/setup.sh --dev (these tests never skip).
 pub fn oxigraph_bin() -> &'static str {
     match Command::new("oxigraph").arg("--version").output() {
         Ok(o) if o.status.success() => "oxigraph",
         _ => panic!(
-            "the `oxigraph` server is not on PATH: run scripts/setup.sh (it installs the pinned PyPI package oxigraph)"
+            "the `oxigraph` server is not on PATH: run scripts/setup.sh --dev (it installs the pinned PyPI package oxigraph)"
         ),
     }
 }

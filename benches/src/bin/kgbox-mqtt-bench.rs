@@ -92,7 +92,7 @@ fn start_broker(dir: &Path, port: u16) -> Result<proc::Server> {
         Command::new(bin).arg("-c").arg(&conf),
         &dir.join("mosquitto.log"),
     )
-    .context("cannot start mosquitto (scripts/setup.sh installs it)")?;
+    .context("cannot start mosquitto (scripts/setup.sh --dev installs it)")?;
     let deadline = Instant::now() + Duration::from_secs(10);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         if Instant::now() > deadline {

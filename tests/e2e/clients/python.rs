@@ -64,7 +64,7 @@ fn run_suite(env: &[(String, String)]) -> (Option<i32>, String) {
 
 #[test]
 fn python_client_suite_passes_against_live_devices() {
-    // Never skipped: a missing python3 or package fails, naming scripts/setup.sh.
+    // Never skipped: a missing python3 or package fails, naming scripts/setup.sh --dev.
     require_python_modules(&["pytest", "paho.mqtt.client"]);
 
     let broker = Mosquitto::start();

@@ -80,7 +80,7 @@ json.dump(out, sys.stdout)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap_or_else(|e| panic!("python3 cannot be started ({e}): run scripts/setup.sh"));
+        .unwrap_or_else(|e| panic!("python3 cannot be started ({e}): run scripts/setup.sh --dev"));
     let req = json!({"templates": templates, "payload": status.to_string()});
     child
         .stdin
@@ -91,7 +91,7 @@ json.dump(out, sys.stdout)
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
-        "rendering with jinja2 failed (python3 with jinja2 is needed: scripts/setup.sh): {}",
+        "rendering with jinja2 failed (python3 with jinja2 is needed: scripts/setup.sh --dev): {}",
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()

@@ -172,7 +172,7 @@ impl Prometheus {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("prometheus (Debian package `prometheus`; scripts/setup.sh installs it)");
+            .expect("prometheus (Debian package `prometheus`; scripts/setup.sh --dev installs it)");
         Prometheus { child, port }
     }
 

@@ -521,7 +521,7 @@ fn a_repaired_answer_is_labelled_in_the_console() {
     assert_eq!(
         run.code,
         Some(0),
-        "console_caveat.py failed (2: cannot run here, run scripts/setup.sh):\n{}\nserver log:\n{}",
+        "console_caveat.py failed (2: cannot run here, run scripts/setup.sh --dev):\n{}\nserver log:\n{}",
         run.output,
         server.log()
     );

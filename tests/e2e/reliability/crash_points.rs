@@ -45,7 +45,7 @@ struct Bundles {
 fn bundles() -> Bundles {
     assert!(
         strace_available(),
-        "strace is not installed (scripts/setup.sh installs it)"
+        "strace is not installed (scripts/setup.sh --dev installs it)"
     );
     let dir = tempfile::tempdir().unwrap();
     let keys = Keys::new(dir.path(), "operator", 31);
