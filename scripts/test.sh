@@ -11,7 +11,7 @@
 #                           suite, or scripts/setup.sh --dev, once first)
 #
 # Python tools and clients come from the repository's virtual environment,
-# .venv (scripts/setup.sh --dev), put first on PATH here. KGBOX_SETUP_PYTHON
+# .venv (scripts/setup.sh --dev), put first on PATH here. SETUP_PYTHON
 # names the python3 that makes it (CI: Debian's own /usr/bin/python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,8 +44,8 @@ checks() {
 }
 
 if [[ $TIER == full ]]; then
-  step "setup (scripts/setup.sh --dev${KGBOX_SETUP_PYTHON:+ --python $KGBOX_SETUP_PYTHON})"
-  bash scripts/setup.sh --dev ${KGBOX_SETUP_PYTHON:+--python "$KGBOX_SETUP_PYTHON"}
+  step "setup (scripts/setup.sh --dev${SETUP_PYTHON:+ --python $SETUP_PYTHON})"
+  bash scripts/setup.sh --dev ${SETUP_PYTHON:+--python "$SETUP_PYTHON"}
 fi
 if [[ -x .venv/bin/python3 ]]; then
   export VIRTUAL_ENV="$PWD/.venv"
@@ -54,6 +54,11 @@ elif [[ $TIER == quick ]]; then
   echo "test.sh: no .venv: run scripts/setup.sh --dev (or the whole suite) once first" >&2
   exit 1
 fi
+
+# kgbox reads every KGBOX_* variable as a config key: the tests start from
+# none (a shell that followed the README's tour has KGBOX_CONFIG and
+# KGBOX_ADMIN_TOKEN); each test sets the ones it means.
+while read -r var; do unset "$var"; done < <(compgen -e | grep '^KGBOX_' || true)
 
 # ONNX Runtime, from the wheel setup.sh installs: the `kgbox` binary is built
 # with the `ort` feature by default, and the tests of every engine need it.

@@ -73,6 +73,19 @@ impl Keys {
     }
 }
 
+/// `cmd` without the caller's `KGBOX_*` variables, which kgbox reads as
+/// config keys: a shell that followed the README's tour (`KGBOX_CONFIG`,
+/// `KGBOX_ADMIN_TOKEN`) or a CI variable must not change what a test sees.
+/// Tests add the ones they mean after this; `Device::command` starts with it.
+pub fn hermetic(cmd: &mut Command) -> &mut Command {
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("KGBOX_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
+
 /// Runs a command, returning its output.
 pub fn run(cmd: &mut Command) -> Output {
     cmd.stdin(Stdio::null()).output().expect("spawn")
@@ -149,6 +162,7 @@ impl Device {
 
     pub fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(bin("kgbox"));
+        hermetic(&mut c);
         c.arg("--config").arg(&self.config).args(args);
         c.env_remove("RUST_LOG");
         c
