@@ -7,9 +7,11 @@
 # its memory limit or hangs (an input over 10 s); the input is left in
 # fuzz/artifacts/TARGET/ (add it to fuzz/regressions/TARGET/ once fixed).
 #
-#   bash scripts/fuzz.sh             # CI: every target, 20 s each
+#   bash scripts/fuzz.sh             # every target, 20 s each
 #   bash scripts/fuzz.sh 3600 sparql # the long run of one target
 #   FUZZ_JOBS=2 bash scripts/fuzz.sh 3600   # two targets at a time
+#   FUZZ_DEV=1 bash scripts/fuzz.sh 10      # CI: built unoptimized (cargo fuzz
+#                                           # --dev), a shorter build, fewer inputs a second
 #
 # FUZZ_KEEP=DIR keeps each target's grown corpus in DIR/TARGET (created when
 # missing) instead of a scratch directory, so a long run can go on from
@@ -39,8 +41,12 @@ fi
 if [[ "${FUZZ_DEBUGINFO:-0}" != 1 ]]; then
   export RUSTFLAGS="${RUSTFLAGS:-} -Cdebuginfo=0 -Cstrip=debuginfo"
 fi
-echo "fuzz.sh: building ${#TARGETS[@]} targets (nightly, address sanitizer)"
-(cd fuzz && cargo +nightly fuzz build --debug-assertions >/dev/null)
+MODE=--debug-assertions
+if [[ "${FUZZ_DEV:-0}" == 1 ]]; then
+  MODE=--dev
+fi
+echo "fuzz.sh: building ${#TARGETS[@]} targets (nightly, address sanitizer, $MODE)"
+(cd fuzz && cargo +nightly fuzz build "$MODE" >/dev/null)
 
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -57,9 +63,9 @@ run_one() {
   # CPU seconds (user + system) as well as wall time: targets run side by
   # side (FUZZ_JOBS) share the cores.
   /usr/bin/time -f '%U %S' -o "$WORK/$t.cpu" \
-    bash -c 'cd fuzz && exec cargo +nightly fuzz run --debug-assertions "$1" "$2" "corpus/$1" -- \
+    bash -c 'cd fuzz && exec cargo +nightly fuzz run "$5" "$1" "$2" "corpus/$1" -- \
       -max_total_time="$3" -timeout="$4" -rss_limit_mb=4096 -print_final_stats=1 \
-      -artifact_prefix="artifacts/$1/"' _ "$t" "$corpus_dir" "$SECONDS_EACH" "$TIMEOUT" >"$log" 2>&1 || rc=$?
+      -artifact_prefix="artifacts/$1/"' _ "$t" "$corpus_dir" "$SECONDS_EACH" "$TIMEOUT" "$MODE" >"$log" 2>&1 || rc=$?
   local runs corpus cpu
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   corpus=$(find "$corpus_dir" -type f | wc -l)
@@ -74,7 +80,7 @@ run_one() {
   fi
 }
 export -f run_one
-export WORK SECONDS_EACH KEEP TIMEOUT
+export WORK SECONDS_EACH KEEP TIMEOUT MODE
 failed=0
 printf '%s\n' "${TARGETS[@]}" | xargs -P "$JOBS" -I{} bash -c 'run_one "$@"' _ {} || failed=1
 if ((failed)); then

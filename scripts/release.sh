@@ -27,6 +27,7 @@
 #   bash scripts/release.sh --fast                 # lighter compression (larger .deb files)
 #   bash scripts/release.sh --sbom-only            # the SBOMs only
 #   CROSS_PACKAGES=kgbox bash scripts/release.sh   # cross-build the runtime only (CI)
+#   CROSS_CARGO_FLAGS="--config ..." bash scripts/release.sh  # more cargo flags there
 #   DIST=out bash scripts/release.sh               # another folder
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -109,7 +110,8 @@ if ((!SBOM_ONLY)); then
       upper=$(echo "$t" | tr 'a-z-' 'A-Z_')
       export "CARGO_TARGET_${upper}_LINKER=$cc" "CC_${t//-/_}=$cc" "AR_${t//-/_}=${cc%-gcc}-ar"
       echo "release.sh: cross-building ${packages[*]} ($PROFILE, $arch, $t)"
-      cargo build --locked --profile "$PROFILE" --target "$t" "${packages[@]/#/-p}"
+      read -r -a cross_flags <<<"${CROSS_CARGO_FLAGS:-}"
+      cargo build --locked ${cross_flags[@]+"${cross_flags[@]}"} --profile "$PROFILE" --target "$t" "${packages[@]/#/-p}"
       target_args=(--target "$t")
       bindir="$target_dir/$t/$profile_dir"
     fi
