@@ -1,6 +1,6 @@
-//! RDF as it is published: Turtle, N-Triples and N-Quads, plain or
-//! compressed with gzip or zstd, all pack `tests/fixtures/small.*` to the
-//! same bundle; labels name entities, IRIs are kept and found again; names
+//! RDF as it is published: Turtle, N-Triples, N-Quads, TriG, RDF/XML and
+//! JSON-LD, plain or compressed with gzip or zstd, all pack
+//! `tests/fixtures/small.*` to the same bundle; labels name entities, IRIs are kept and found again; names
 //! and blank nodes do not depend on how the file was written; bad input is
 //! refused with a message that says what is wrong and where. Names as the
 //! data gives them: known and detected name predicates, `--label-predicate`,
@@ -95,6 +95,96 @@ fn every_form_of_the_graph_packs_to_the_same_bundle() {
         .section_names
         .iter()
         .any(|s| s == "kg.entities.iris.sorted"));
+}
+
+/// The Turtle fixture written in `format` by oxrdfio's serializer; with
+/// `graphs`, every third statement in each of two named graphs.
+fn serialized(format: oxrdfio::RdfFormat, graphs: bool) -> Vec<u8> {
+    use oxrdf::{GraphName, NamedNode, Quad};
+    let ttl = std::fs::read(fixture("ttl")).unwrap();
+    let mut out = oxrdfio::RdfSerializer::from_format(format).for_writer(Vec::new());
+    let parser = oxrdfio::RdfParser::from_format(oxrdfio::RdfFormat::Turtle);
+    for (i, q) in parser.for_reader(&ttl[..]).enumerate() {
+        let q = q.unwrap();
+        let graph = match i % 3 {
+            1 if graphs => GraphName::NamedNode(NamedNode::new_unchecked("http://example.org/g/1")),
+            2 if graphs => GraphName::NamedNode(NamedNode::new_unchecked("http://example.org/g/2")),
+            _ => GraphName::DefaultGraph,
+        };
+        out.serialize_quad(&Quad::new(q.subject, q.predicate, q.object, graph))
+            .unwrap();
+    }
+    out.finish().unwrap()
+}
+
+#[test]
+fn rdf_xml_trig_and_json_ld_pack_to_the_turtle_bundle() {
+    use oxrdfio::{JsonLdProfileSet, RdfFormat};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let xml = serialized(RdfFormat::RdfXml, false);
+    let jsonld = serialized(
+        RdfFormat::JsonLd {
+            profile: JsonLdProfileSet::empty(),
+        },
+        true,
+    );
+    let trig = serialized(RdfFormat::TriG, true);
+    let inputs = [
+        write(d, "g.rdf", xml.clone()),
+        write(d, "g.owl", xml.clone()),
+        write(d, "g.rdf.gz", gzip(&xml)),
+        write(d, "g.trig.zst", zstd::encode_all(&trig[..], 3).unwrap()),
+        write(d, "g.trig", trig),
+        write(d, "g.jsonld", jsonld.clone()),
+        write(d, "g.jsonld.gz", gzip(&jsonld)),
+    ];
+    let want = std::fs::read(pack_to(&fixture("ttl"), d)).unwrap();
+    for input in &inputs {
+        let got = std::fs::read(pack_to(input, d)).unwrap();
+        assert!(
+            got == want,
+            "{} packs differently from the Turtle",
+            input.display()
+        );
+    }
+    // The format can also be named when the file name does not say it.
+    let plain = write(d, "graph-data", xml);
+    let named = d.join("named.kgb");
+    let opts = kgbox_pack::pack::PackOptions {
+        format: Some(kgbox_pack::input::Format::RdfXml),
+        ..options(&plain)
+    };
+    pack(&opts, &test_key(), &named).unwrap();
+    assert!(std::fs::read(&named).unwrap() == want);
+}
+
+#[test]
+fn bad_rdf_xml_and_json_ld_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases: [(&str, &str); 3] = [
+        (
+            "bad.rdf",
+            r#"<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"><rdf:Description rdf:about="http://x/a"><p>1</p>"#,
+        ),
+        ("bad.jsonld", r#"{"@id": "http://x/a", "http://x/p": [1, "#),
+        // Nothing is fetched: a remote context is an error, not a request.
+        (
+            "remote.jsonld",
+            r#"{"@context": "http://example.org/ctx.jsonld", "@id": "http://x/a", "p": 1}"#,
+        ),
+    ];
+    for (name, text) in cases {
+        let path = write(d, name, text);
+        let err = pack(&options(&path), &test_key(), &d.join("x.kgb"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(&path.display().to_string()),
+            "{name}: {err}"
+        );
+    }
 }
 
 #[test]
@@ -265,7 +355,7 @@ fn blank_node_labels_and_statement_order_do_not_change_the_bundle() {
 fn unknown_extensions_name_the_supported_formats() {
     let dir = tempfile::tempdir().unwrap();
     let key = common::write_key(dir.path());
-    for name in ["graph.rdf", "graph.jsonld.gz", "graph"] {
+    for name in ["graph.n3", "graph.csv.gz", "graph"] {
         let input = write(dir.path(), name, "<http://a> <http://b> <http://c> .\n");
         let out = dir.path().join("x.kgb");
         let args = build_args(
@@ -278,7 +368,9 @@ fn unknown_extensions_name_the_supported_formats() {
             err.contains(name) && err.contains("unknown triples format"),
             "{err}"
         );
-        for format in [".tsv", ".nt", ".ttl", ".nq", ".gz", ".zst", "--format"] {
+        for format in [
+            ".tsv", ".nt", ".ttl", ".nq", ".trig", ".rdf", ".jsonld", ".gz", ".zst", "--format",
+        ] {
             assert!(err.contains(format), "{format} missing from: {err}");
         }
         assert!(!out.exists());

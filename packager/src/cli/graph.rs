@@ -8,7 +8,8 @@ use kgbox_pack::input::Format;
 #[derive(clap::Args)]
 pub struct GraphArgs {
     /// Triples: TSV `head<TAB>relation<TAB>tail` (`.tsv`, `.txt`),
-    /// N-Triples (`.nt`), Turtle (`.ttl`) or N-Quads (`.nq`), each also
+    /// N-Triples (`.nt`), Turtle (`.ttl`), N-Quads (`.nq`), TriG (`.trig`),
+    /// RDF/XML (`.rdf`, `.owl`, `.xml`) or JSON-LD (`.jsonld`), each also
     /// compressed (`.gz`, `.zst`).
     #[arg(long)]
     pub triples: PathBuf,

@@ -100,15 +100,39 @@ pub enum Format {
     Turtle,
     /// W3C N-Quads (`.nq`); the graph name is ignored.
     Nquads,
+    /// W3C TriG (`.trig`); the graph name is ignored.
+    Trig,
+    /// W3C RDF/XML (`.rdf`, `.owl`, `.xml`).
+    RdfXml,
+    /// W3C JSON-LD 1.0 (`.jsonld`); contexts must be inline (nothing is
+    /// fetched); the graph name is ignored.
+    JsonLd,
 }
 
 impl Format {
     /// The syntax from the file name, after any `.gz` or `.zst`: `.tsv` and
-    /// `.txt` are TSV, `.nt` N-Triples, `.ttl` Turtle, `.nq` N-Quads
+    /// `.txt` are TSV, `.nt` N-Triples, `.ttl` Turtle, `.nq` N-Quads,
+    /// `.trig` TriG, `.rdf`, `.owl` and `.xml` RDF/XML, `.jsonld` JSON-LD
     /// (`x.ttl.gz` is Turtle through gzip). Anything else is an error that
     /// lists the supported formats.
     pub fn from_path(path: &Path) -> Result<Format, InputError> {
         source::format_of(path)
+    }
+
+    /// The RDF syntax for oxrdfio; `None` for TSV.
+    pub fn rdf_format(self) -> Option<oxrdfio::RdfFormat> {
+        use oxrdfio::RdfFormat;
+        Some(match self {
+            Format::Tsv => return None,
+            Format::Ntriples => RdfFormat::NTriples,
+            Format::Turtle => RdfFormat::Turtle,
+            Format::Nquads => RdfFormat::NQuads,
+            Format::Trig => RdfFormat::TriG,
+            Format::RdfXml => RdfFormat::RdfXml,
+            Format::JsonLd => RdfFormat::JsonLd {
+                profile: oxrdfio::JsonLdProfileSet::empty(),
+            },
+        })
     }
 }
 

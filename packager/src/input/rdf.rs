@@ -1,5 +1,5 @@
-//! RDF triples files (N-Triples, Turtle, N-Quads), parsed as streams with
-//! oxttl.
+//! RDF triples files (N-Triples, Turtle, N-Quads, TriG, RDF/XML, JSON-LD),
+//! parsed as streams with oxrdfio.
 //!
 //! IRIs and blank nodes become entities and predicates relations. Literal
 //! objects are held until the whole file is read (`literals.rs`); then the
@@ -10,15 +10,15 @@
 //! form (datatype and language dropped; numbers and booleans in their
 //! canonical form, `literals::canonical_value`): dates, numbers, short
 //! values. In
-//! N-Quads the graph name is ignored: the quads of every graph are read as
-//! one graph's triples. Names and source IRIs are given in `names.rs`.
+//! N-Quads, TriG and JSON-LD the graph name is ignored: the quads of every
+//! graph are read as one graph's triples. Names and source IRIs are given in `names.rs`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use indicatif::ProgressBar;
 use oxrdf::{NamedNode, NamedOrBlankNode, Term};
-use oxttl::TurtleParseError;
+use oxrdfio::{RdfParseError, RdfParser};
 
 use super::interner::Interner;
 use super::label_predicates::{self, count, shown, Seen};
@@ -27,17 +27,29 @@ use super::names::{self, Label};
 use super::source::{open, read_error};
 use super::{Format, InputError, RawKg, ReadOptions};
 
-fn parse_error(path: &Path, e: TurtleParseError) -> InputError {
+fn parse_error(path: &Path, e: RdfParseError) -> InputError {
     match e {
-        TurtleParseError::Syntax(e) => {
-            let at = e.location().start;
-            InputError::Malformed {
-                file: path.to_path_buf(),
-                line: at.line + 1,
-                problem: format!("{} (column {})", e.message(), at.column + 1),
+        RdfParseError::Syntax(e) => match e.location() {
+            Some(at) => {
+                // The message without the parser's own "at line L column C".
+                let text = e.to_string();
+                let message = text
+                    .strip_prefix("Parser error at ")
+                    .and_then(|t| t.split_once(": "))
+                    .map_or(text.as_str(), |(_, m)| m);
+                InputError::Malformed {
+                    file: path.to_path_buf(),
+                    line: at.start.line + 1,
+                    problem: format!("{message} (column {})", at.start.column + 1),
+                }
             }
-        }
-        TurtleParseError::Io(e) => read_error(path, e),
+            // RDF/XML errors carry no position.
+            None => InputError::Rdf {
+                file: path.to_path_buf(),
+                problem: e.to_string(),
+            },
+        },
+        RdfParseError::Io(e) => read_error(path, e),
     }
 }
 
@@ -201,25 +213,10 @@ pub fn read_rdf_with(
         nonliteral: Vec::new(),
         subjects: Vec::new(),
     };
-    match format {
-        Format::Tsv => {}
-        Format::Ntriples => {
-            for t in oxttl::NTriplesParser::new().for_reader(reader) {
-                let t = t.map_err(|e| parse_error(path, e))?;
-                r.add(path, &t.subject, &t.predicate, &t.object)?;
-            }
-        }
-        Format::Turtle => {
-            for t in oxttl::TurtleParser::new().for_reader(reader) {
-                let t = t.map_err(|e| parse_error(path, e))?;
-                r.add(path, &t.subject, &t.predicate, &t.object)?;
-            }
-        }
-        Format::Nquads => {
-            for q in oxttl::NQuadsParser::new().for_reader(reader) {
-                let q = q.map_err(|e| parse_error(path, e))?;
-                r.add(path, &q.subject, &q.predicate, &q.object)?;
-            }
+    if let Some(rdf) = format.rdf_format() {
+        for q in RdfParser::from_format(rdf).for_reader(reader) {
+            let q = q.map_err(|e| parse_error(path, e))?;
+            r.add(path, &q.subject, &q.predicate, &q.object)?;
         }
     }
     let labels = r.finish(path, opts)?;

@@ -12,7 +12,8 @@ use super::{Format, InputError};
 
 /// What the error for an unknown extension lists.
 pub const SUPPORTED: &str = ".tsv or .txt (TSV), .nt (N-Triples), .ttl (Turtle), \
-                             .nq (N-Quads), each also compressed as .gz or .zst";
+                             .nq (N-Quads), .trig (TriG), .rdf, .owl or .xml (RDF/XML), \
+                             .jsonld (JSON-LD), each also compressed as .gz or .zst";
 
 const BUFFER: usize = 1 << 20;
 
@@ -62,6 +63,9 @@ pub(super) fn format_of(path: &Path) -> Result<Format, InputError> {
         Some("nt") => Ok(Format::Ntriples),
         Some("ttl") => Ok(Format::Turtle),
         Some("nq") => Ok(Format::Nquads),
+        Some("trig") => Ok(Format::Trig),
+        Some("rdf" | "owl" | "xml") => Ok(Format::RdfXml),
+        Some("jsonld") => Ok(Format::JsonLd),
         _ => Err(InputError::UnknownFormat {
             file: path.to_path_buf(),
             extension: match ext {
