@@ -122,6 +122,167 @@ fn sparql_protocol_forms_and_errors() {
     assert_eq!(status, 415);
 }
 
+/// A reply's header (every line of it, joined), lower-cased; "" when absent.
+fn header(r: &ureq::http::Response<ureq::Body>, name: &str) -> String {
+    r.headers()
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect::<Vec<_>>()
+        .join(", ")
+        .to_ascii_lowercase()
+}
+
+#[test]
+fn accept_negotiation_vary_and_one_charset() {
+    let device = Device::new(&[], "");
+    let server = device.serve();
+    let q = format!("SELECT ?m WHERE {{ ?m <{R}directed_by> <{E}Spike%20Lee> }}");
+    let url = format!(
+        "http://127.0.0.1:{}/sparql?query={}",
+        server.port,
+        encode(&q)
+    );
+    let agent = client_any_status(Duration::from_secs(30));
+    let call = |accept: &str| {
+        let mut r = agent.get(&url);
+        if !accept.is_empty() {
+            r = r.header("Accept", accept);
+        }
+        r.call().unwrap()
+    };
+    for (accept, status, media) in [
+        ("", 200, "application/sparql-results+json"),
+        ("*/*", 200, "application/sparql-results+json"),
+        ("text/*", 200, "text/csv"),
+        ("application/json", 200, "application/sparql-results+json"),
+        ("image/png, text/csv;q=0.1", 200, "text/csv"),
+        (
+            "application/sparql-results+xml;q=0.5, text/tab-separated-values",
+            200,
+            "text/tab-separated-values",
+        ),
+        ("image/png", 406, "application/json"),
+        ("text/html, application/xhtml+xml", 406, "application/json"),
+    ] {
+        let r = call(accept);
+        let content_type = header(&r, "content-type");
+        assert_eq!(r.status().as_u16(), status, "Accept: {accept}");
+        assert!(
+            content_type.starts_with(media),
+            "Accept: {accept}: {content_type}"
+        );
+        assert!(
+            content_type.matches("charset").count() <= 1,
+            "Accept: {accept}: {content_type}"
+        );
+        assert_eq!(header(&r, "vary"), "accept", "Accept: {accept}");
+        if status == 406 {
+            let (_, body) = status_and_text(r);
+            let v: Value = serde_json::from_str(&body).unwrap();
+            assert_eq!(v["error"]["code"], "not_acceptable", "{v}");
+            assert!(
+                v["error"]["message"].as_str().unwrap().contains("text/csv"),
+                "{v}"
+            );
+        }
+    }
+    // The format parameter wins over Accept; errors vary by Accept too.
+    let r = agent
+        .get(&format!("{url}&format=tsv"))
+        .header("Accept", "image/png")
+        .call()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(header(&r, "content-type").starts_with("text/tab-separated-values"));
+    let r = agent
+        .get(&format!(
+            "http://127.0.0.1:{}/sparql?query=SELECT",
+            server.port
+        ))
+        .call()
+        .unwrap();
+    assert_eq!(
+        (r.status().as_u16(), header(&r, "vary")),
+        (400, "accept".to_string())
+    );
+}
+
+#[test]
+fn cors_is_off_by_default_and_covers_only_the_configured_origins() {
+    let preflight = |server: &Server, path: &str, origin: &str| {
+        client_any_status(Duration::from_secs(30))
+            .options(&format!("http://127.0.0.1:{}{path}", server.port))
+            .header("Origin", origin)
+            .header("Access-Control-Request-Method", "POST")
+            .header("Access-Control-Request-Headers", "content-type")
+            .call()
+            .unwrap()
+    };
+    let get_from = |server: &Server, path: &str, origin: &str| {
+        client_any_status(Duration::from_secs(30))
+            .get(&format!("http://127.0.0.1:{}{path}", server.port))
+            .header("Origin", origin)
+            .call()
+            .unwrap()
+    };
+    let page = "http://localhost:8000";
+    let ask = format!(
+        "/sparql?query={}",
+        encode(&format!("ASK {{ ?m <{R}directed_by> <{E}Spike%20Lee> }}"))
+    );
+
+    // Off by default: no CORS header, so a browser keeps the reply from the page.
+    let device = Device::new(&[], "");
+    let server = device.serve();
+    let r = get_from(&server, &ask, page);
+    assert_eq!(header(&r, "access-control-allow-origin"), "");
+    let r = preflight(&server, "/sparql", page);
+    assert_eq!(header(&r, "access-control-allow-origin"), "");
+    drop(server);
+
+    // One origin configured: it is allowed on /sparql, the API and the facade.
+    let device = Device::new(&[], &format!("[http]\ncors_origins = [\"{page}\"]"));
+    let server = device.serve();
+    for path in ["/sparql", "/v1/query", "/v1/ask", "/v1/chat/completions"] {
+        let r = preflight(&server, path, page);
+        assert!(r.status().is_success(), "{path}: {}", r.status());
+        assert_eq!(header(&r, "access-control-allow-origin"), page, "{path}");
+        assert!(
+            header(&r, "access-control-allow-methods").contains("post"),
+            "{path}"
+        );
+        assert!(
+            header(&r, "access-control-allow-headers").contains("content-type"),
+            "{path}"
+        );
+    }
+    let r = get_from(&server, &ask, page);
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(header(&r, "access-control-allow-origin"), page);
+    assert!(
+        header(&r, "vary").contains("origin"),
+        "{}",
+        header(&r, "vary")
+    );
+    // Another origin, and the admin endpoints, get no CORS.
+    let r = get_from(&server, &ask, "http://evil.example");
+    assert_eq!(header(&r, "access-control-allow-origin"), "");
+    let r = preflight(&server, "/v1/bundles/rollback", page);
+    assert_eq!(header(&r, "access-control-allow-origin"), "");
+    drop(server);
+
+    // A bad origin is a config error naming it.
+    let device = Device::new(&[], "[http]\ncors_origins = [\"localhost:8000/\"]");
+    let o = device.kgbox(&["config", "check"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("cors_origins") && stderr(&o).contains("localhost:8000/"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn sparqlwrapper_and_rdflib_on_the_demo() {
     require_python_modules(&["SPARQLWrapper", "rdflib"]);

@@ -223,6 +223,10 @@ pub struct HttpConfig {
     pub body_limit_bytes: usize,
     pub request_timeout_ms: u64,
     pub max_concurrency: usize,
+    /// Origins whose browser pages may call the public API, `/sparql` and
+    /// the OpenAI facade (CORS); empty: none, `["*"]`: any. The admin
+    /// endpoints never answer other origins.
+    pub cors_origins: Vec<String>,
 }
 
 impl Default for Config {
@@ -265,6 +269,7 @@ impl Default for HttpConfig {
             body_limit_bytes: 1 << 20,
             request_timeout_ms: 10_000,
             max_concurrency: 256,
+            cors_origins: Vec::new(),
         }
     }
 }
@@ -323,6 +328,9 @@ impl Config {
             return Err(Error::Config(
                 "limits.zstd_window_log_max must be between 10 and 31".into(),
             ));
+        }
+        for origin in &self.http.cors_origins {
+            check_cors_origin(origin, self.http.cors_origins.len())?;
         }
         if self.http.max_concurrency == 0 {
             return Err(Error::Config(
@@ -560,4 +568,31 @@ pub fn parse_key_ref(k: &str) -> Result<PublicKey> {
         PublicKey::read(Path::new(k))
     };
     parsed.map_err(|e| Error::Config(format!("trusted key {k:?}: {e}")))
+}
+
+/// An `http.cors_origins` entry: `*` alone, or a browser origin
+/// (`scheme://host[:port]`, no path), as the `Origin` header carries it.
+fn check_cors_origin(origin: &str, count: usize) -> Result<()> {
+    let bad = |why: &str| {
+        Err(Error::Config(format!(
+            "http.cors_origins: {origin:?} {why}"
+        )))
+    };
+    if origin == "*" {
+        return if count == 1 {
+            Ok(())
+        } else {
+            bad("must be the only entry (any origin)")
+        };
+    }
+    let Some((scheme, rest)) = origin.split_once("://") else {
+        return bad("is not an origin such as \"https://app.example.org\"");
+    };
+    if !matches!(scheme, "http" | "https") {
+        return bad("has a scheme other than http or https");
+    }
+    if rest.is_empty() || rest.contains(['/', '?', '#', ' ']) || !origin.is_ascii() {
+        return bad("is not scheme://host[:port] (no path, no trailing slash)");
+    }
+    Ok(())
 }

@@ -22,6 +22,7 @@ pub(crate) mod access_log;
 pub mod admin;
 pub mod ask;
 mod console;
+mod cors;
 pub mod errors;
 mod openai;
 mod openapi;
@@ -167,6 +168,10 @@ pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
             Duration::from_millis(cfg.request_timeout_ms),
         ))
         .layer(axum::extract::DefaultBodyLimit::max(cfg.body_limit_bytes));
+    let public = match cors::layer(&cfg.cors_origins) {
+        Some(cors) => public.layer(cors),
+        None => public,
+    };
     // Uploads are large and slow: their own body limit (checked while
     // streaming) and timeout.
     let admin = Router::new()

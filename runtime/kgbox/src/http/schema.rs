@@ -94,6 +94,11 @@ pub enum SparqlErrors {
         description = "Not SPARQL, or outside the supported subset (named in the message)"
     )]
     BadRequest(ErrorBody),
+    #[response(
+        status = 406,
+        description = "Accept names only formats /sparql cannot write"
+    )]
+    NotAcceptable(ErrorBody),
     #[response(status = 408, description = "Past the request timeout")]
     Timeout(ErrorBody),
     #[response(status = 413, description = "The body is over the size limit")]

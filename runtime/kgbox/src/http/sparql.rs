@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use kgbox_bundle::Kg;
 use kgbox_query::render::RenderOptions;
@@ -92,10 +92,23 @@ pub async fn get(
     State(state): State<Arc<AppState>>,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let mut params = Params::default();
-    params.read(raw.unwrap_or_default().as_bytes())?;
-    respond(&state, params, &headers)
+) -> Response {
+    let answer = (|| {
+        let mut params = Params::default();
+        params.read(raw.unwrap_or_default().as_bytes())?;
+        respond(&state, params, &headers)
+    })();
+    varies_by_accept(answer)
+}
+
+/// Every `/sparql` reply, errors too, depends on `Accept` (caches and
+/// browsers must not reuse one format for another).
+fn varies_by_accept(answer: Result<Response, ApiError>) -> Response {
+    let mut response = answer.unwrap_or_else(IntoResponse::into_response);
+    response
+        .headers_mut()
+        .insert(header::VARY, HeaderValue::from_static("accept"));
+    response
 }
 
 /// SPARQL 1.1 Protocol query by POST: a `query=` form or an
@@ -116,6 +129,15 @@ pub async fn post(
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
     body: Bytes,
+) -> Response {
+    varies_by_accept(post_answer(&state, raw, &headers, &body))
+}
+
+fn post_answer(
+    state: &AppState,
+    raw: Option<String>,
+    headers: &HeaderMap,
+    body: &[u8],
 ) -> Result<Response, ApiError> {
     let mut params = Params::default();
     params.read(raw.unwrap_or_default().as_bytes())?;
@@ -137,7 +159,7 @@ pub async fn post(
                 .map_err(|_| bad("bad_request", "the query is not UTF-8"))?;
             params.query = Some(text);
         }
-        "application/x-www-form-urlencoded" => params.read(&body)?,
+        "application/x-www-form-urlencoded" => params.read(body)?,
         other => {
             return Err(ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -149,12 +171,15 @@ pub async fn post(
             ))
         }
     }
-    respond(&state, params, &headers)
+    respond(state, params, headers)
 }
 
-/// The results format: the `format` parameter, else the first acceptable
-/// media type of `Accept` (by quality), else SPARQL JSON.
-fn results_format(params: &Params, headers: &HeaderMap) -> QueryResultsFormat {
+/// The results format: the `format` parameter, else the acceptable media
+/// type of `Accept` with the highest quality (wildcards: `*/*` and
+/// `application/*` SPARQL JSON, `text/*` CSV), else SPARQL JSON without
+/// `Accept`. An `Accept` that names only formats kgbox cannot write is a
+/// 406.
+fn results_format(params: &Params, headers: &HeaderMap) -> Result<QueryResultsFormat, ApiError> {
     if let Some(f) = &params.format {
         let named = match f.to_ascii_lowercase().as_str() {
             "json" | "srj" => Some(QueryResultsFormat::Json),
@@ -164,7 +189,7 @@ fn results_format(params: &Params, headers: &HeaderMap) -> QueryResultsFormat {
             other => QueryResultsFormat::from_media_type(other),
         };
         if let Some(f) = named {
-            return f;
+            return Ok(f);
         }
     }
     let accept = headers
@@ -183,12 +208,29 @@ fn results_format(params: &Params, headers: &HeaderMap) -> QueryResultsFormat {
                 .filter_map(|p| p.trim().strip_prefix("q="))
                 .find_map(|q| q.parse::<f32>().ok())
                 .unwrap_or(1.0);
-            let format = QueryResultsFormat::from_media_type(media)?;
+            let format = match media.to_ascii_lowercase().as_str() {
+                "*/*" | "application/*" => QueryResultsFormat::Json,
+                "text/*" => QueryResultsFormat::Csv,
+                other => QueryResultsFormat::from_media_type(other)?,
+            };
             (q > 0.0).then_some((q, i, format))
         })
         .collect();
     ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    ranked.first().map_or(QueryResultsFormat::Json, |r| r.2)
+    match ranked.first() {
+        Some(r) => Ok(r.2),
+        None if accept.iter().all(|a| a.trim().is_empty()) => Ok(QueryResultsFormat::Json),
+        None => Err(ApiError::new(
+            StatusCode::NOT_ACCEPTABLE,
+            "not_acceptable",
+            format!(
+                "no format of Accept: {} can be written; /sparql writes \
+                 application/sparql-results+json, application/sparql-results+xml, \
+                 text/csv and text/tab-separated-values (or give format=json|xml|csv|tsv)",
+                accept.join(",").trim()
+            ),
+        )),
+    }
 }
 
 fn respond(state: &AppState, params: Params, headers: &HeaderMap) -> Result<Response, ApiError> {
@@ -205,7 +247,7 @@ fn respond(state: &AppState, params: Params, headers: &HeaderMap) -> Result<Resp
             format!("the query is longer than {max} bytes (query.max_query_bytes)"),
         ));
     }
-    let format = results_format(&params, headers);
+    let format = results_format(&params, headers)?;
     let served = state.served();
     let kg = kg_of(&served)?;
     let opts = RenderOptions::default();
@@ -227,14 +269,14 @@ fn respond(state: &AppState, params: Params, headers: &HeaderMap) -> Result<Resp
         } => rows(&kg, &opts, format, &ids, answer, name.as_deref(), columns),
     }
     .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
-    Ok((
-        [(
-            header::CONTENT_TYPE,
-            format!("{}; charset=utf-8", format.media_type()),
-        )],
-        body,
-    )
-        .into_response())
+    // sparesults' CSV and TSV media types carry their charset already.
+    let media = format.media_type();
+    let content_type = if media.contains("charset") {
+        media.to_string()
+    } else {
+        format!("{media}; charset=utf-8")
+    };
+    Ok(([(header::CONTENT_TYPE, content_type)], body).into_response())
 }
 
 /// The answer entities in order, after the name tests, `ORDER BY`,
