@@ -16,7 +16,7 @@ import sys
 
 try:
     import pyoxigraph
-    from rdflib import Graph
+    from rdflib import Graph, URIRef
     from rdflib.plugins.stores.sparqlstore import SPARQLStore
     from SPARQLWrapper import JSON, XML, CSV, SPARQLWrapper
 except ImportError as e:  # pragma: no cover - setup problem
@@ -59,15 +59,20 @@ def demo(url: str) -> None:
     csv = sw.queryAndConvert().decode()
     if not csv.startswith("m\r\n") or "Malcolm%20X" not in csv:
         fail(f"CSV results: {csv!r}")
-    # A query outside the subset: an HTTP 400 naming it.
+    # Beyond the translator (OPTIONAL, two columns), evaluated over the graph.
     sw.setReturnFormat(JSON)
-    sw.setQuery(PREFIXES + "SELECT ?m WHERE { ?m r:directed_by ?d OPTIONAL { ?d r:x ?y } }")
+    sw.setQuery(PREFIXES + "SELECT ?m ?w WHERE { ?m r:directed_by e:Spike%20Lee OPTIONAL { ?m r:written_by ?w } }")
+    rows = sw.queryAndConvert()["results"]["bindings"]
+    if {r["m"]["value"] for r in rows} != films:
+        fail(f"OPTIONAL gave {rows}")
+    # A syntax error: an HTTP 400 that says so.
+    sw.setQuery(PREFIXES + "SELECT ?m WHERE { ?m")
     try:
         sw.queryAndConvert()
-        fail("OPTIONAL was accepted")
+        fail("a syntax error was accepted")
     except Exception as e:  # SPARQLWrapper raises QueryBadFormed for a 400
-        if "OPTIONAL" not in str(e):
-            fail(f"the 400 does not name OPTIONAL: {e}")
+        if "syntax" not in str(e):
+            fail(f"the 400 does not say syntax: {e}")
 
     # rdflib's SPARQLStore (GET, XML results).
     g = Graph(SPARQLStore(query_endpoint=url))
@@ -78,6 +83,13 @@ def demo(url: str) -> None:
     ask = g.query(PREFIXES + "ASK { e:Malcolm%20X r:directed_by e:Spike%20Lee }")
     if ask.askAnswer is not True:
         fail("rdflib SPARQLStore ASK was not true")
+    # The store as a read-only graph: len() and triples() ask full SPARQL.
+    size = len(g)
+    if size < 100:
+        fail(f"rdflib len(graph) gave {size}")
+    about = list(g.triples((URIRef(E + "Malcolm%20X"), None, None)))
+    if (URIRef(E + "Malcolm%20X"), URIRef(R + "directed_by"), URIRef(E + "Spike%20Lee")) not in about:
+        fail(f"rdflib triples() gave {about}")
     print(f"demo: SPARQLWrapper and rdflib passed ({len(films)} films by Spike Lee)")
 
 
@@ -105,6 +117,15 @@ RDF_QUERIES = [
     "SELECT ?m WHERE { ?m ont:release_year \"1985\" }",
     "SELECT ?m WHERE { ?m rdfs:label \"Blade Runner\"@en }",
     "ASK { ?m ont:release_year \"1985\" }",
+    # Beyond the translator: evaluated over the graph (spareval).
+    "SELECT ?m ?y WHERE { ?m ont:directed_by person:Ridley_Scott . ?m ont:release_year ?y }",
+    "SELECT ?m ?y WHERE { ?m ont:starred_actors person:Harrison_Ford OPTIONAL { ?m ont:release_year ?y } }",
+    "SELECT (COUNT(?m) AS ?n) WHERE { ?m ont:starred_actors ?a }",
+    "SELECT ?d (COUNT(?m) AS ?n) WHERE { ?m ont:directed_by ?d } GROUP BY ?d",
+    "SELECT ?m WHERE { ?m ont:release_year ?y FILTER(STR(?y) >= \"1982\") }",
+    "SELECT ?p ?o WHERE { movie:Alien ?p ?o FILTER(?p != rdfs:label) }",
+    "SELECT * WHERE { ?s ont:has_genre ?o }",
+    "ASK { ?m ont:starred_actors person:Harrison_Ford . ?m ont:directed_by ?d . ?d ^ont:directed_by movie:Alien }",
 ]
 
 
@@ -118,6 +139,9 @@ def rows_of(result) -> object:
         row = []
         for v in variables:
             t = sol[v]
+            if t is None:
+                row.append(("unbound", ""))
+                continue
             kind = "iri" if isinstance(t, pyoxigraph.NamedNode) else "literal"
             row.append((kind, t.value))
         out.append(tuple(row))
@@ -140,7 +164,10 @@ def rdf(url: str, path: str) -> None:
         else:
             names = got_json["head"]["vars"]
             got = [
-                tuple(("iri" if b[n]["type"] == "uri" else "literal", b[n]["value"]) for n in names)
+                tuple(
+                    ("iri" if b[n]["type"] == "uri" else "literal", b[n]["value"]) if n in b else ("unbound", "")
+                    for n in names
+                )
                 for b in got_json["results"]["bindings"]
             ]
         ordered = "ORDER BY" in q

@@ -12,6 +12,7 @@
 
 pub mod ast;
 pub mod bind;
+pub mod dataset;
 pub mod dense;
 pub mod diag;
 pub mod exec;

@@ -144,6 +144,9 @@ pub struct QueryConfig {
     pub max_depth: usize,
     /// Most nodes in a query.
     pub max_nodes: usize,
+    /// Most rows (or triples) one `/sparql` reply evaluated in full SPARQL
+    /// may hold; more is a 422 `result_too_large`.
+    pub max_sparql_rows: usize,
 }
 
 impl Default for QueryConfig {
@@ -160,6 +163,7 @@ impl Default for QueryConfig {
             max_query_bytes: limits.max_len,
             max_depth: limits.max_depth,
             max_nodes: limits.max_nodes,
+            max_sparql_rows: 10_000,
         }
     }
 }

@@ -29,6 +29,7 @@ mod openapi;
 pub mod query;
 mod schema;
 mod sparql;
+mod sparql_eval;
 
 pub use errors::{diagnostic_error, ApiJson};
 

@@ -26,6 +26,7 @@ use oxrdf::{Literal, NamedNode, Term, Variable};
 use sparesults::{QueryResultsFormat, QueryResultsSerializer};
 
 use super::query::kg_of;
+use super::sparql_eval;
 use super::{ApiError, AppState};
 use crate::service::executors::{Executors, Overrides, Paths};
 
@@ -233,6 +234,32 @@ fn results_format(params: &Params, headers: &HeaderMap) -> Result<QueryResultsFo
     }
 }
 
+/// A query the translator leaves out, evaluated by spareval over the graph
+/// (`sparql_eval.rs`).
+fn full_sparql(
+    state: &AppState,
+    kg: &Kg<'_>,
+    text: &str,
+    params: &Params,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    let query = spargebra::SparqlParser::new()
+        .parse_query(text)
+        .map_err(|e| bad("sparql_syntax", e.to_string()))?;
+    let results = match query {
+        spargebra::Query::Construct { .. } | spargebra::Query::Describe { .. } => {
+            QueryResultsFormat::Json
+        }
+        _ => results_format(params, headers)?,
+    };
+    let graph = sparql_eval::graph_format(params.format.as_deref(), headers);
+    let bounds = sparql_eval::Bounds {
+        deadline: Instant::now() + state.request_timeout,
+        max_rows: state.query.max_sparql_rows,
+    };
+    sparql_eval::answer(kg, &query, results, graph, &bounds)
+}
+
 fn respond(state: &AppState, params: Params, headers: &HeaderMap) -> Result<Response, ApiError> {
     let text = params.query.as_deref().ok_or_else(|| {
         bad(
@@ -247,17 +274,18 @@ fn respond(state: &AppState, params: Params, headers: &HeaderMap) -> Result<Resp
             format!("the query is longer than {max} bytes (query.max_query_bytes)"),
         ));
     }
-    let format = results_format(&params, headers)?;
     let served = state.served();
     let kg = kg_of(&served)?;
     let opts = RenderOptions::default();
-    let sq = from_sparql(&kg, text, &opts).map_err(|e| {
-        let code = match e {
-            kgbox_query::translate::TranslateError::Syntax(..) => "sparql_syntax",
-            _ => "unsupported_sparql",
-        };
-        bad(code, e.to_string())
-    })?;
+    let sq = match from_sparql(&kg, text, &opts) {
+        Ok(sq) => sq,
+        Err(e @ kgbox_query::translate::TranslateError::Syntax(..)) => {
+            return Err(bad("sparql_syntax", e.to_string()))
+        }
+        // Outside what the DSL expresses: all of SPARQL, by spareval.
+        Err(_) => return full_sparql(state, &kg, text, &params, headers),
+    };
+    let format = results_format(&params, headers)?;
     let ids = answers(state, &served.executors, &kg, &sq)?;
     let body = match &sq.form {
         Form::Ask => QueryResultsSerializer::from_format(format)

@@ -128,7 +128,7 @@ pub(crate) fn entities_named(kg: &Kg<'_>, label: &str) -> Vec<u32> {
 }
 
 /// The relation a predicate IRI names.
-pub(crate) fn relation_by_iri(kg: &Kg<'_>, iri: &str, ns: Namespaces<'_>) -> Option<u32> {
+pub fn relation_by_iri(kg: &Kg<'_>, iri: &str, ns: Namespaces<'_>) -> Option<u32> {
     if let Some(id) = kg.relation_by_iri(iri) {
         return Some(id);
     }
