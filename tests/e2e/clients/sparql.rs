@@ -218,6 +218,16 @@ fn queries_beyond_the_translator_are_evaluated_over_the_graph() {
     );
     assert_eq!(status, 408, "{body}");
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    // The worst query fuzzing found (its parse took minutes): a quick 400.
+    let worst = std::fs::read_to_string(
+        repo_root().join("fuzz/regressions/sparql/nested-negations-parse-for-minutes"),
+    )
+    .unwrap();
+    let t = std::time::Instant::now();
+    let (status, _, body) = sparql(&worst, "");
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("sparql_syntax"), "{body}");
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
     // The server still answers.
     assert_eq!(count(&json("SELECT * WHERE { ?s ?p ?o } LIMIT 3")), 3);
 }
