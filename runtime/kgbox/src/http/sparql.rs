@@ -257,7 +257,8 @@ fn full_sparql(
         deadline: Instant::now() + state.request_timeout,
         max_rows: state.query.max_sparql_rows,
     };
-    sparql_eval::answer(kg, &query, results, graph, &bounds)
+    let formats = sparql_eval::Formats { results, graph };
+    sparql_eval::answer(kg, &query, formats, &bounds)
 }
 
 fn respond(state: &AppState, params: Params, headers: &HeaderMap) -> Result<Response, ApiError> {

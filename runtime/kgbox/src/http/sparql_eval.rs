@@ -110,29 +110,31 @@ pub(super) fn graph_format(format: Option<&str>, headers: &HeaderMap) -> RdfForm
         .unwrap_or(RdfFormat::Turtle)
 }
 
-/// Evaluates `query` over `kg`; the reply in `results` (SELECT, ASK) or
-/// `graph` (CONSTRUCT, DESCRIBE).
+/// The reply's syntax: `results` for SELECT and ASK, `graph` for
+/// CONSTRUCT and DESCRIBE.
+pub(super) struct Formats {
+    pub results: QueryResultsFormat,
+    pub graph: RdfFormat,
+}
+
+/// Evaluates `query` over `kg` within `bounds`.
 pub(super) fn answer(
     kg: &Kg<'_>,
     query: &Query,
-    results: QueryResultsFormat,
-    graph: RdfFormat,
+    formats: Formats,
     bounds: &Bounds,
 ) -> Result<Response, ApiError> {
     if Instant::now() >= bounds.deadline {
         return Err(timeout());
     }
-    within_deadline(bounds.deadline, || {
-        evaluate(kg, query, results, graph, bounds)
-    })
-    .unwrap_or_else(|PastDeadline| Err(timeout()))
+    within_deadline(bounds.deadline, || evaluate(kg, query, formats, bounds))
+        .unwrap_or_else(|PastDeadline| Err(timeout()))
 }
 
 fn evaluate(
     kg: &Kg<'_>,
     query: &Query,
-    results: QueryResultsFormat,
-    graph: RdfFormat,
+    Formats { results, graph }: Formats,
     bounds: &Bounds,
 ) -> Result<Response, ApiError> {
     let opts = RenderOptions::default();
