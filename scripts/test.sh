@@ -134,16 +134,20 @@ fi
 # with ORT_DYLIB_PATH set.
 # The CUDA path compiles, and with no GPU (the wheel's library has no CUDA
 # provider) `device = auto` falls back to the CPU and `cuda` is refused.
-step "cargo clippy -p kgbox-neural --features cuda --all-targets -- -D warnings"
-cargo clippy -p kgbox-neural --features cuda --all-targets -- -D warnings
-step "cargo test -p kgbox-neural --features cuda --test device"
-cargo test -p kgbox-neural --features cuda --test device
+# With --workspace the other crates keep the features of the builds above,
+# so only ort and what uses kgbox-neural are built again (-p kgbox-neural
+# alone would rebuild tract and the rest under other features).
+step "cargo clippy --workspace --all-targets --features kgbox-neural/cuda -- -D warnings"
+cargo clippy --workspace --all-targets --features kgbox-neural/cuda -- -D warnings
+step "cargo test --workspace --features kgbox-neural/cuda --test device"
+cargo test --workspace --features kgbox-neural/cuda --test device
 
 # The in-process LLM (llama.cpp, built from source by llama-cpp-sys-2) with
 # the SmolLM2 GGUF that setup.sh --dev installs.
-step "cargo clippy -p kgbox-qa --features local-llm --all-targets -- -D warnings"
-cargo clippy -p kgbox-qa --features local-llm --all-targets -- -D warnings
-step "cargo test -p kgbox-qa --features local-llm --test local_llm"
-cargo test -p kgbox-qa --features local-llm --test local_llm
+# (--workspace as above: llama.cpp is the one new build.)
+step "cargo clippy --workspace --all-targets --features kgbox-qa/local-llm -- -D warnings"
+cargo clippy --workspace --all-targets --features kgbox-qa/local-llm -- -D warnings
+step "cargo test --workspace --features kgbox-qa/local-llm --test local_llm"
+cargo test --workspace --features kgbox-qa/local-llm --test local_llm
 
 step "all checks passed"
