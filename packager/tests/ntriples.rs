@@ -48,7 +48,11 @@ fn format_is_detected_from_the_extension() {
     assert_eq!(of("x.ttl"), Some(Format::Turtle));
     assert_eq!(of("x.ttl.zst"), Some(Format::Turtle));
     assert_eq!(of("x.nq"), Some(Format::Nquads));
-    assert_eq!(of("x.rdf"), None);
+    assert_eq!(of("x.rdf"), Some(Format::RdfXml));
+    assert_eq!(of("x.OWL.gz"), Some(Format::RdfXml));
+    assert_eq!(of("x.trig"), Some(Format::Trig));
+    assert_eq!(of("x.jsonld.zst"), Some(Format::JsonLd));
+    assert_eq!(of("x.n3"), None);
     assert_eq!(of("x.gz"), None);
     assert_eq!(of("triples"), None);
 }
