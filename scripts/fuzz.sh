@@ -31,9 +31,11 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
   exit 1
 fi
 
-# The workspace's lock file as the starting point, so the targets link the
-# same crate versions as the device (fuzz/Cargo.lock is not committed).
-[[ -f fuzz/Cargo.lock ]] || cp Cargo.lock fuzz/Cargo.lock
+# The workspace's lock file, copied afresh each time, so the targets link the
+# same crate versions as the device (fuzz/Cargo.lock is not committed; an
+# older copy would let cargo pick new versions for crates added since, such
+# as a digest 0.11 hash beside spareval's digest 0.10).
+cp Cargo.lock fuzz/Cargo.lock
 # No debug info in the targets: with it each one is about 350 MB (14 of them
 # fill 7 GB of disk), without it about 100 MB. A crash still prints the
 # panic's file and line and a symbolized stack. FUZZ_DEBUGINFO=1 keeps
