@@ -193,12 +193,7 @@ fn results_format(params: &Params, headers: &HeaderMap) -> Result<QueryResultsFo
             return Ok(f);
         }
     }
-    let accept = headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .collect::<Vec<_>>();
+    let accept = sparql_eval::accept_items(headers);
     let mut ranked: Vec<(f32, usize, QueryResultsFormat)> = accept
         .iter()
         .enumerate()
@@ -298,14 +293,7 @@ fn respond(state: &AppState, params: Params, headers: &HeaderMap) -> Result<Resp
         } => rows(&kg, &opts, format, &ids, answer, name.as_deref(), columns),
     }
     .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
-    // sparesults' CSV and TSV media types carry their charset already.
-    let media = format.media_type();
-    let content_type = if media.contains("charset") {
-        media.to_string()
-    } else {
-        format!("{media}; charset=utf-8")
-    };
-    Ok(([(header::CONTENT_TYPE, content_type)], body).into_response())
+    Ok(sparql_eval::reply(body, format.media_type()))
 }
 
 /// The answer entities in order, after the name tests, `ORDER BY`,

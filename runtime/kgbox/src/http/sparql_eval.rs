@@ -4,11 +4,10 @@
 //! ([`kgbox_query::dataset`]).
 //!
 //! Bounded like every request: the request deadline stops the evaluation
-//! (408 `timeout`: spareval's cancellation token, the dataset's clock and
-//! [`within_deadline`] for loops that touch neither), and a reply holds at
+//! (408 `timeout`: the dataset's clock for what reads the graph,
+//! [`within_deadline`] for loops that only combine rows), and a reply holds at
 //! most `query.max_sparql_rows` rows or triples (422 `result_too_large`).
 
-use std::sync::mpsc;
 use std::time::Instant;
 
 use axum::http::{header, HeaderMap, StatusCode};
@@ -18,7 +17,7 @@ use kgbox_query::dataset::{within_deadline, KgDataset, PastDeadline};
 use kgbox_query::render::RenderOptions;
 use oxrdfio::{RdfFormat, RdfSerializer};
 use sparesults::{QueryResultsFormat, QueryResultsSerializer};
-use spareval::{CancellationToken, QueryEvaluationError, QueryEvaluator, QueryResults};
+use spareval::{QueryEvaluationError, QueryEvaluator, QueryResults};
 use spargebra::Query;
 
 use super::ApiError;
@@ -64,29 +63,25 @@ fn internal(e: std::io::Error) -> ApiError {
     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
 }
 
-/// Cancels `token` at `deadline` unless dropped first: spareval checks it
-/// inside joins and aggregates that pull nothing from the dataset.
-struct Alarm(Option<mpsc::Sender<()>>);
-
-impl Alarm {
-    fn set(token: CancellationToken, deadline: Instant) -> Alarm {
-        let (done, wait) = mpsc::channel::<()>();
-        let wait_for = deadline.saturating_duration_since(Instant::now());
-        std::thread::spawn(move || {
-            if let Err(mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(wait_for) {
-                token.cancel();
-            }
-        });
-        Alarm(Some(done))
-    }
+/// The items of every `Accept` header, in order (parameters kept).
+pub(super) fn accept_items(headers: &HeaderMap) -> Vec<&str> {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .collect()
 }
 
-impl Drop for Alarm {
-    fn drop(&mut self) {
-        if let Some(done) = self.0.take() {
-            let _ = done.send(());
-        }
-    }
+/// A 200 with `body` as `media`, naming the charset once (sparesults' CSV
+/// and TSV media types carry theirs already).
+pub(super) fn reply(body: Vec<u8>, media: &str) -> Response {
+    let content_type = if media.contains("charset") {
+        media.to_string()
+    } else {
+        format!("{media}; charset=utf-8")
+    };
+    ([(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
 /// The graph syntax for CONSTRUCT and DESCRIBE: the first of `Accept`
@@ -101,11 +96,8 @@ pub(super) fn graph_format(format: Option<&str>, headers: &HeaderMap) -> RdfForm
     if let Some(f) = format.and_then(named) {
         return f;
     }
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
+    accept_items(headers)
+        .into_iter()
         .find_map(named)
         .unwrap_or(RdfFormat::Turtle)
 }
@@ -139,9 +131,7 @@ fn evaluate(
 ) -> Result<Response, ApiError> {
     let opts = RenderOptions::default();
     let dataset = KgDataset::new(kg, opts.namespaces(), Some(bounds.deadline));
-    let token = CancellationToken::new();
-    let _alarm = Alarm::set(token.clone(), bounds.deadline);
-    let evaluator = QueryEvaluator::new().with_cancellation_token(token);
+    let evaluator = QueryEvaluator::new();
     let outcome = evaluator.prepare(query).execute(dataset).map_err(failed)?;
     let late = || Instant::now() >= bounds.deadline;
     let (body, content_type) = match outcome {
@@ -188,10 +178,5 @@ fn evaluate(
             )
         }
     };
-    let content_type = if content_type.contains("charset") {
-        content_type
-    } else {
-        format!("{content_type}; charset=utf-8")
-    };
-    Ok(([(header::CONTENT_TYPE, content_type)], body).into_response())
+    Ok(reply(body, &content_type))
 }
