@@ -391,6 +391,11 @@ fn cors_is_off_by_default_and_covers_only_the_configured_origins() {
         "{}",
         stderr(&o)
     );
+    // So is a row limit of zero.
+    let device = Device::new(&[], "[query]\nmax_sparql_rows = 0");
+    let o = device.kgbox(&["config", "check"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("max_sparql_rows"), "{}", stderr(&o));
 }
 
 #[test]

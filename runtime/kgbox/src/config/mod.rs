@@ -336,6 +336,11 @@ impl Config {
         for origin in &self.http.cors_origins {
             check_cors_origin(origin, self.http.cors_origins.len())?;
         }
+        if self.query.max_sparql_rows == 0 {
+            return Err(Error::Config(
+                "query.max_sparql_rows must be at least 1".into(),
+            ));
+        }
         if self.http.max_concurrency == 0 {
             return Err(Error::Config(
                 "http.max_concurrency must be at least 1".into(),
