@@ -34,6 +34,15 @@ pub struct BuildArgs {
     /// dcterms:title, dc:title) and ones detected in the data.
     #[arg(long, value_name = "IRI")]
     label_predicate: Vec<String>,
+    /// RDF: leave out the statements as given (every literal with its
+    /// datatype and language, label triples, named graphs), which /sparql
+    /// answers from; it then answers over the question-answering graph.
+    #[arg(long)]
+    no_rdf_statements: bool,
+    /// Pack an input that holds no triples (an empty graph that answers
+    /// nothing), instead of refusing it.
+    #[arg(long)]
+    allow_empty: bool,
     #[arg(long)]
     name: String,
     /// Semantic version, e.g. 1.2.0.
@@ -236,6 +245,8 @@ impl TryFrom<BuildArgs> for PackOptions {
             triples: args.graph.triples,
             format: args.graph.format,
             label_predicates: args.label_predicate,
+            rdf_statements: !args.no_rdf_statements,
+            allow_empty: args.allow_empty,
             aliases: args.graph.aliases,
             relations: args.relations,
             name: args.name,

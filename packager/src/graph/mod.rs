@@ -197,6 +197,10 @@ pub fn build_with(mut raw: RawKg, opts: &BuildOptions) -> Result<BuiltKg, BuildE
         }
     }
 
+    // The RDF statements as given, only for RDF input.
+    let statements = std::mem::take(&mut raw.statements);
+    sections.extend(in_memory(statements.encode()));
+
     bar.set_message("sorting triples (forward)");
     bar.set_length(total);
     bar.set_position(0);

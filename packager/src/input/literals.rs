@@ -16,7 +16,8 @@ pub const LONG_TEXT_CHARS: usize = 100;
 pub const LONG_TEXT_WORDS: usize = 12;
 
 /// Predicates whose literals are descriptions and comments: kept out of the
-/// graph whatever their length (the bundle has no section for entity text).
+/// question-answering graph whatever their length (the RDF statements keep
+/// them for `/sparql`).
 pub const TEXT_PREDICATES: &[&str] = &[
     "http://www.w3.org/2000/01/rdf-schema#comment",
     "http://purl.org/dc/elements/1.1/description",

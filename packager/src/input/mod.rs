@@ -25,6 +25,7 @@ mod literals;
 mod names;
 mod rdf;
 mod source;
+mod statements;
 mod triples;
 mod tsv;
 
@@ -32,6 +33,7 @@ pub use interner::Interner;
 pub use large::{AliasRecord, LargeKg};
 pub use rdf::read_rdf;
 pub use source::{Compression, SUPPORTED};
+pub use statements::RdfStatements;
 pub use triples::{Triples, DEFAULT_LIMIT};
 pub use tsv::{read_aliases, read_relation_descriptions, read_tsv, skipped_aliases};
 
@@ -87,6 +89,9 @@ pub struct ReadOptions {
     /// the known name predicates and the detected ones (see
     /// `label_predicates.rs`).
     pub label_predicates: Vec<String>,
+    /// RDF only: leave out the statements as given (`rdf.*` sections,
+    /// what `/sparql` answers from); `--no-rdf-statements`.
+    pub no_statements: bool,
 }
 
 /// Triples file syntax.
@@ -98,14 +103,15 @@ pub enum Format {
     Ntriples,
     /// W3C Turtle (`.ttl`).
     Turtle,
-    /// W3C N-Quads (`.nq`); the graph name is ignored.
+    /// W3C N-Quads (`.nq`); graph names are kept in the RDF statements
+    /// only (the question-answering graph is one graph).
     Nquads,
-    /// W3C TriG (`.trig`); the graph name is ignored.
+    /// W3C TriG (`.trig`); graph names as for N-Quads.
     Trig,
     /// W3C RDF/XML (`.rdf`, `.owl`, `.xml`).
     RdfXml,
     /// W3C JSON-LD 1.0 (`.jsonld`); contexts must be inline (nothing is
-    /// fetched); the graph name is ignored.
+    /// fetched); graph names as for N-Quads.
     JsonLd,
 }
 
@@ -182,6 +188,9 @@ pub struct RawKg {
     pub entity_iris: HashMap<u32, String>,
     /// Source predicate IRIs of relations read from RDF, by interned id.
     pub relation_iris: HashMap<u32, String>,
+    /// The RDF statements as given, for the `rdf.*` sections (empty for
+    /// TSV input).
+    pub statements: RdfStatements,
     /// Input lines that named entities or relations absent from the triples.
     pub warnings: Vec<String>,
     /// What the reading chose, for the pack log (which predicates name
@@ -229,6 +238,12 @@ impl RawKg {
         let r = self.relations.intern(r);
         let t = self.entities.intern(t);
         self.triples.push([h, r, t])
+    }
+
+    /// Whether nothing at all was read: no triples for the
+    /// question-answering graph and no RDF statements.
+    pub fn is_empty(&self) -> bool {
+        self.triple_count() == 0 && self.statements.is_empty()
     }
 
     /// Triples read (duplicates included).

@@ -10,10 +10,13 @@
 //! form (datatype and language dropped; numbers and booleans in their
 //! canonical form, `literals::canonical_value`): dates, numbers, short
 //! values. In
-//! N-Quads, TriG and JSON-LD the graph name is ignored: the quads of every
-//! graph are read as one graph's triples. Names and source IRIs are given in `names.rs`.
+//! N-Quads, TriG and JSON-LD the quads of every graph are read as one
+//! graph's triples. Names and source IRIs are given in `names.rs`.
+//!
+//! Beside all that, every statement is kept as given, graph names
+//! included (`statements.rs`), unless `--no-rdf-statements` says not to.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use indicatif::ProgressBar;
@@ -166,9 +169,9 @@ impl Reading<'_> {
                 shown_list.push(format!("{} more", by_count.len() - 5));
             }
             self.kg.notes.push(format!(
-                "long texts: {} long text literals (predicates {}) kept out of the graph \
-                 (descriptions, comments, more than {} characters or {} words; the bundle \
-                 has no section for entity text)",
+                "long texts: {} long text literals (predicates {}) kept out of the \
+                 question-answering graph (descriptions, comments, more than {} characters \
+                 or {} words; /sparql still has them, in the RDF statements)",
                 count(total),
                 shown_list.join(", "),
                 literals::LONG_TEXT_CHARS,
@@ -216,11 +219,34 @@ pub fn read_rdf_with(
     if let Some(rdf) = format.rdf_format() {
         for q in RdfParser::from_format(rdf).for_reader(reader) {
             let q = q.map_err(|e| parse_error(path, e))?;
+            if !opts.no_statements {
+                r.kg.statements
+                    .add(&q.subject, &q.predicate, &q.object, &q.graph_name);
+            }
             r.add(path, &q.subject, &q.predicate, &q.object)?;
         }
     }
     let labels = r.finish(path, opts)?;
+    // The question-answering entity of each blank node of the statements.
+    let blanks: HashMap<String, u32> = kg
+        .statements
+        .blank_labels()
+        .into_iter()
+        .filter_map(|l| {
+            let id = kg.entities.get(&names::key_blank(&l))?;
+            Some((l, id))
+        })
+        .collect();
+    if let Some(why) = kg.statements.dropped() {
+        kg.notes.push(format!(
+            "RDF statements: not kept ({why}); /sparql answers over the question-answering \
+             graph (literals without datatype or language, no label triples, one graph)"
+        ));
+    }
     names::name_entities(path, kg, first_entity, &labels)?;
+    let entities = &kg.entities;
+    kg.statements
+        .relabel_blanks(|l| blanks.get(l).map(|&id| entities.name(id).to_string()));
     names::name_relations(kg, first_relation);
     Ok(())
 }

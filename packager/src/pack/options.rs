@@ -32,6 +32,11 @@ pub struct PackOptions {
     /// RDF: the predicates whose literals name entities, best first
     /// (`--label-predicate`); empty: known and detected ones.
     pub label_predicates: Vec<String>,
+    /// RDF: keep the statements as given for `/sparql` (`rdf.*` sections;
+    /// off with `--no-rdf-statements`).
+    pub rdf_statements: bool,
+    /// Pack an input with no triples at all (`--allow-empty`; else an error).
+    pub allow_empty: bool,
     pub aliases: Option<PathBuf>,
     pub relations: Option<PathBuf>,
     pub name: String,
@@ -76,6 +81,8 @@ impl Default for PackOptions {
             triples: PathBuf::new(),
             format: None,
             label_predicates: Vec::new(),
+            rdf_statements: true,
+            allow_empty: false,
             aliases: None,
             relations: None,
             name: String::new(),

@@ -34,9 +34,10 @@ fn graph(opts: &PackOptions) -> Result<RawKg> {
     bar.set_message("reading triples");
     let read = input::ReadOptions {
         label_predicates: opts.label_predicates.clone(),
+        no_statements: !opts.rdf_statements,
     };
     input::read_triples_with(&opts.triples, opts.format, &read, &mut raw, &bar)?;
-    if raw.triple_count() == 0 {
+    if raw.is_empty() && !opts.allow_empty {
         return Err(InputError::Empty {
             file: opts.triples.clone(),
         }

@@ -9,6 +9,7 @@ use std::ops::Range;
 
 use crate::error::{BundleError, Result};
 use crate::kg::iris::{IriTable, ENTITY_IRIS, RELATION_IRIS};
+use crate::kg::statements::Statements;
 use crate::kg::view::cast;
 use crate::sections as s;
 
@@ -176,6 +177,7 @@ pub struct Kg<'a> {
     postings: &'a [u32],
     entity_iris: Option<IriTable<'a>>,
     relation_iris: Option<IriTable<'a>>,
+    statements: Option<Statements<'a>>,
 }
 
 impl<'a> Kg<'a> {
@@ -252,6 +254,7 @@ impl<'a> Kg<'a> {
         let postings: &[u32] = cast(s::INDEX_POSTINGS, need(s::INDEX_POSTINGS)?)?;
         let entity_iris = IriTable::open(&ENTITY_IRIS, n, &get)?;
         let relation_iris = IriTable::open(&RELATION_IRIS, relations.len(), &get)?;
+        let statements = Statements::open(&get)?;
         Ok(Kg {
             entities,
             relations,
@@ -264,6 +267,7 @@ impl<'a> Kg<'a> {
             postings,
             entity_iris,
             relation_iris,
+            statements,
         })
     }
 
@@ -338,6 +342,12 @@ impl<'a> Kg<'a> {
     }
 
     /// Whether the bundle carries source IRIs (entities or relations).
+    /// The RDF statements as the input gave them (`rdf.*`), when the bundle
+    /// was packed from RDF with them.
+    pub fn statements(&self) -> Option<Statements<'a>> {
+        self.statements
+    }
+
     pub fn has_iris(&self) -> bool {
         self.entity_iris.is_some() || self.relation_iris.is_some()
     }
@@ -516,6 +526,8 @@ impl<'a> Kg<'a> {
 
 /// Source IRIs (optional sections) and their index.
 pub mod iris;
+/// The RDF statements as given (optional sections).
+pub mod statements;
 mod view;
 
 /// Encoders for the packager (feature `write`).

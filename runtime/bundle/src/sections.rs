@@ -65,6 +65,21 @@ pub const RERANK_META: &str = "rerank.meta";
 /// The answer reranker (ONNX): `[n, features]` in, `[n, 2]` class probabilities out.
 pub const RERANK_ONNX: &str = "model.rerank.onnx";
 
+/// The RDF statements as given (bundles packed from RDF, see
+/// `kg::statements`): every term in N-Quads syntax, sorted; string table
+/// offsets, u64 × (N + 1).
+pub const RDF_TERM_OFFSETS: &str = "rdf.terms.offsets";
+/// The terms' UTF-8 bytes.
+pub const RDF_TERM_TEXT: &str = "rdf.terms.text";
+/// u32 × 4 per statement (subject, predicate, object, graph), sorted.
+pub const RDF_QUADS: &str = "rdf.quads";
+/// u32 statement indices by (predicate, object, subject, graph).
+pub const RDF_QUADS_POS: &str = "rdf.quads.pos";
+/// u32 statement indices by (object, subject, predicate, graph).
+pub const RDF_QUADS_OSP: &str = "rdf.quads.osp";
+/// u32 statement indices by (graph, subject, predicate, object).
+pub const RDF_QUADS_GSP: &str = "rdf.quads.gsp";
+
 /// Sections every KG bundle must have.
 pub const KG_REQUIRED: &[&str] = &[
     ENTITY_OFFSETS,
@@ -94,6 +109,12 @@ pub const KG_OPTIONAL: &[&str] = &[
     RELATION_IRI_OFFSETS,
     RELATION_IRI_TEXT,
     RELATION_IRI_SORTED,
+    RDF_TERM_OFFSETS,
+    RDF_TERM_TEXT,
+    RDF_QUADS,
+    RDF_QUADS_POS,
+    RDF_QUADS_OSP,
+    RDF_QUADS_GSP,
     DENSE_META,
     DENSE_VECTORS,
     ENCODER_ONNX,

@@ -42,6 +42,9 @@ enum Command {
     Rollback,
     /// Run a DSL query, e.g. `"Blade Runner" -> directed_by`.
     Query(cmd::query::QueryArgs),
+    /// Run a SPARQL 1.1 query (all of it, as /sparql answers it), e.g.
+    /// `"SELECT * WHERE { ?s ?p ?o } LIMIT 10"`; results on stdout.
+    Sparql(cmd::sparql::SparqlArgs),
     /// Answer a question in natural language, e.g. `"who directed [Blade Runner]"`.
     Ask(cmd::ask::AskArgs),
     /// Render DSL queries (one per line of FILE, `-` for stdin; text after a
@@ -104,6 +107,7 @@ fn run(started: Instant) -> Result<()> {
         Command::Rollback => cmd::rollback::run(&cfg),
         Command::Query(args) => cmd::query::run(&cfg, &args),
         Command::Ask(args) => cmd::ask::run(&cfg, &args),
+        Command::Sparql(args) => cmd::sparql::run(&cfg, &args),
         Command::Render(args) => cmd::render::run(&cfg, &args),
         Command::Link(args) => cmd::link::run(&cfg, &args),
         Command::Eval(command) => cmd::eval::run(&cfg, &command),

@@ -3,15 +3,19 @@
 //! express (variable predicates, OPTIONAL, aggregates, CONSTRUCT, ...) is
 //! evaluated over the memory-mapped graph itself.
 //!
-//! Terms are as `/sparql` writes them ([`iri::entity_term`],
-//! [`iri::relation_iri`]): source IRIs where the bundle has them, kgbox's
-//! namespaces otherwise, and literal value nodes as plain literals (the
-//! bundle keeps a literal's lexical form, not its datatype or language).
-//! Display names are kgbox's own: no `rdfs:label` triples are made up. The
-//! graph is the default graph; there are no named graphs.
+//! A bundle packed from RDF keeps its statements as given
+//! (`kgbox_bundle::kg::statements`): then those are the dataset, exactly
+//! as the file said (datatypes, languages, blank nodes, label triples,
+//! named graphs), each pattern a binary search in one of its four orders.
 //!
-//! Every pattern is answered from the adjacency lists: out-edges when the
-//! subject is known, in-edges when the object is, a scan otherwise.
+//! Otherwise (TSV input, or `--no-rdf-statements`) the dataset is the
+//! question-answering graph, its terms as `/sparql` writes them
+//! ([`iri::entity_term`], [`iri::relation_iri`]): source IRIs where the
+//! bundle has them, kgbox's namespaces otherwise, and literal value nodes
+//! as plain literals. Display names are kgbox's own: no `rdfs:label`
+//! triples are made up. It is the default graph; there are no named
+//! graphs. Patterns are answered from the adjacency lists: out-edges when
+//! the subject is known, in-edges when the object is, a scan otherwise.
 //!
 //! No query runs past its deadline. The iterators check it as they go
 //! ([`DatasetError::Deadline`]), and so does every copy of a term
@@ -23,6 +27,7 @@ use std::cell::Cell;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
+use kgbox_bundle::kg::statements::{Pattern, Statements, DEFAULT_GRAPH};
 use kgbox_bundle::Kg;
 use oxrdf::{Literal, NamedNode, Term};
 use spareval::{
@@ -97,6 +102,9 @@ pub struct KgDataset<'a> {
     deadline: Option<Instant>,
 }
 
+/// Quads of a pattern, lazily; `None` for one that cannot be written.
+type Quads<'a> = Box<dyn Iterator<Item = Option<InternalQuad<Bound>>> + 'a>;
+
 /// How often (in edges) the scans look at the clock.
 const CLOCK_EVERY: usize = 4096;
 
@@ -152,6 +160,83 @@ impl<'a> KgDataset<'a> {
         })
     }
 
+    /// The question-answering graph's quads for a pattern (only the
+    /// default graph; a term the graph lacks matches nothing); `None` for
+    /// an edge whose terms cannot be written.
+    fn graph_quads(
+        self,
+        [subject, predicate, object]: [Option<&Bound>; 3],
+        graph_name: Option<Option<&Bound>>,
+    ) -> Quads<'a> {
+        let bound = |t: Option<&Bound>, f: &dyn Fn(&Term) -> Option<u32>| match t {
+            None => Some(None),
+            Some(t) => f(&t.0).map(Some),
+        };
+        let resolved = match graph_name {
+            Some(None) => bound(subject, &|t| self.entity(t)).and_then(|s| {
+                let p = bound(predicate, &|t| self.relation(t))?;
+                let o = bound(object, &|t| self.entity(t))?;
+                Some((s, p, o))
+            }),
+            _ => None,
+        };
+        match resolved {
+            Some((s, p, o)) => {
+                Box::new(self.edges(s, p, o).map(move |(s, r, o)| self.quad(s, r, o)))
+            }
+            None => Box::new(std::iter::empty()),
+        }
+    }
+
+    /// The RDF statements' quads for a pattern; `None` for a statement
+    /// whose terms do not parse.
+    fn statement_quads(
+        self,
+        st: Statements<'a>,
+        terms: [Option<&Bound>; 3],
+        graph_name: Option<Option<&Bound>>,
+    ) -> Quads<'a> {
+        let id = |t: &Bound| st.term_id(&t.0.to_string());
+        let [mut subject, mut predicate, mut object] = [None; 3];
+        for (slot, term) in [&mut subject, &mut predicate, &mut object]
+            .into_iter()
+            .zip(terms)
+        {
+            if let Some(t) = term {
+                match id(t) {
+                    Some(i) => *slot = Some(i),
+                    None => return Box::new(std::iter::empty()),
+                }
+            }
+        }
+        let graph = match graph_name {
+            None => None,
+            Some(None) => Some(DEFAULT_GRAPH),
+            Some(Some(g)) => match id(g) {
+                Some(g) => Some(g),
+                None => return Box::new(std::iter::empty()),
+            },
+        };
+        let pattern = Pattern {
+            subject,
+            predicate,
+            object,
+            graph,
+        };
+        let term = move |i: u32| st.term(i)?.parse::<Term>().ok().map(Bound);
+        Box::new(st.matching(pattern).map(move |[s, p, o, g]| {
+            Some(InternalQuad {
+                subject: term(s)?,
+                predicate: term(p)?,
+                object: term(o)?,
+                graph_name: match g {
+                    DEFAULT_GRAPH => None,
+                    g => Some(term(g)?),
+                },
+            })
+        }))
+    }
+
     /// Edges `(s, r, o)` matching the bound ids, as a lazy iterator.
     fn edges(
         self,
@@ -205,27 +290,14 @@ impl<'a> QueryableDataset<'a> for KgDataset<'a> {
         graph_name: Option<Option<&Bound>>,
     ) -> impl Iterator<Item = Result<InternalQuad<Bound>, DatasetError>> + use<'a> {
         let this = *self;
-        // Only the default graph; a term the graph lacks matches nothing.
-        let bound = |t: Option<&Bound>, f: &dyn Fn(&Term) -> Option<u32>| match t {
-            None => Some(None),
-            Some(t) => f(&t.0).map(Some),
-        };
-        let resolved = match graph_name {
-            Some(Some(_)) => None,
-            _ => bound(subject, &|t| this.entity(t)).and_then(|s| {
-                let p = bound(predicate, &|t| this.relation(t))?;
-                let o = bound(object, &|t| this.entity(t))?;
-                Some((s, p, o))
-            }),
-        };
-        let edges: Box<dyn Iterator<Item = (u32, u32, u32)> + 'a> = match resolved {
-            Some((s, p, o)) => this.edges(s, p, o),
-            None => Box::new(std::iter::empty()),
+        let quads = match this.kg.statements() {
+            Some(st) => this.statement_quads(st, [subject, predicate, object], graph_name),
+            None => this.graph_quads([subject, predicate, object], graph_name),
         };
         let mut seen = 0usize;
         let mut late = false;
-        edges
-            .map_while(move |(s, r, o)| {
+        quads
+            .map_while(move |quad| {
                 seen += 1;
                 if late {
                     return None;
@@ -236,12 +308,10 @@ impl<'a> QueryableDataset<'a> for KgDataset<'a> {
                     late = true;
                     return Some(Err(DatasetError::Deadline));
                 }
-                Some(Ok((s, r, o)))
+                Some(Ok(quad))
             })
-            .filter_map(move |e| match e {
-                Ok((s, r, o)) => this.quad(s, r, o).map(Ok),
-                Err(e) => Some(Err(e)),
-            })
+            // A quad whose terms cannot be written is left out.
+            .filter_map(Result::transpose)
     }
 
     fn internalize_term(&self, term: Term) -> Result<Bound, DatasetError> {

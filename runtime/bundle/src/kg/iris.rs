@@ -239,7 +239,8 @@ impl<'a> IriTable<'a> {
 
 /// The IRI sections of a bundle kept in memory while it is verified or
 /// installed, to be checked in full ([`IriTable::check`]) once they are all
-/// decompressed. They are the only sections kept: the others stream through.
+/// decompressed, and the RDF statement sections likewise. They are the only
+/// sections kept: the others stream through.
 #[derive(Default)]
 pub struct Collected {
     sections: Vec<(String, Vec<u8>)>,
@@ -251,6 +252,7 @@ impl Collected {
         [ENTITY_IRIS, RELATION_IRIS]
             .iter()
             .any(|w| w.names().contains(&name))
+            || super::statements::SECTIONS.contains(&name)
     }
 
     pub fn keep(&mut self, name: &str, raw: Vec<u8>) {
@@ -272,18 +274,8 @@ impl Collected {
                 .section(which.count_from)
                 .map(|e| (e.raw_len / 8).saturating_sub(1))
                 .and_then(|c| usize::try_from(c).ok());
-            // Copy each into u64-aligned memory: a Vec<u8> need not be aligned.
-            let aligned: Vec<(&str, Vec<u64>, usize)> = which
-                .names()
-                .into_iter()
-                .filter_map(|n| self.get(n).map(|b| (n, aligned_copy(b), b.len())))
-                .collect();
-            let get = |name: &str| {
-                aligned
-                    .iter()
-                    .find(|(n, _, _)| *n == name)
-                    .and_then(|(_, words, len)| bytemuck::cast_slice::<u64, u8>(words).get(..*len))
-            };
+            let aligned = self.aligned(&which.names());
+            let get = |name: &str| aligned.get(name);
             let count = match count {
                 Some(c) => c,
                 None => get(which.offsets).map_or(0, |o| (o.len() / 8).saturating_sub(1)),
@@ -292,7 +284,34 @@ impl Collected {
                 table.check(&which)?;
             }
         }
+        let aligned = self.aligned(&super::statements::SECTIONS);
+        if let Some(statements) = super::statements::Statements::open(|n| aligned.get(n))? {
+            statements.check()?;
+        }
         Ok(())
+    }
+
+    /// Copies of the kept sections among `names` in u64-aligned memory (a
+    /// `Vec<u8>` need not be aligned).
+    fn aligned(&self, names: &[&'static str]) -> Aligned {
+        Aligned(
+            names
+                .iter()
+                .filter_map(|&n| self.get(n).map(|b| (n, aligned_copy(b), b.len())))
+                .collect(),
+        )
+    }
+}
+
+/// Sections copied into aligned memory: (name, words, byte length).
+struct Aligned(Vec<(&'static str, Vec<u64>, usize)>);
+
+impl Aligned {
+    fn get(&self, name: &str) -> Option<&[u8]> {
+        self.0
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .and_then(|(_, words, len)| bytemuck::cast_slice::<u64, u8>(words).get(..*len))
     }
 }
 

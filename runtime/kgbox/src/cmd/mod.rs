@@ -14,6 +14,7 @@ pub mod query;
 pub mod render;
 pub mod rollback;
 pub mod serve;
+pub mod sparql;
 pub mod status;
 pub mod verify;
 

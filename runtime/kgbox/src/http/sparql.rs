@@ -1,15 +1,20 @@
 //! `/sparql`: the SPARQL 1.1 Protocol over the served bundle.
 //!
 //! `GET /sparql?query=...`, `POST` with a `query=` form or an
-//! `application/sparql-query` body. The query is parsed by `spargebra`
-//! and translated to the DSL ([`kgbox_query::translate::from_sparql`]),
-//! run by the symbolic executor (`Executors::run`) with SPARQL's semantics
-//! (anchors are answers like any other entity), its name tests, `ORDER BY`,
-//! `OFFSET` and `LIMIT` applied here, and the rows (terms from
-//! `translate::iri::entity_term`) are written by `sparesults` as SPARQL
-//! JSON (the default), XML, CSV or TSV, chosen by the `Accept` header or a
-//! `format` parameter. A query outside the supported subset is a 400
-//! naming the construct (docs/sparql.md).
+//! `application/sparql-query` body, parsed by `spargebra`.
+//!
+//! - A bundle packed from RDF with its statements as given (`rdf.*`
+//!   sections): every query is evaluated over them by spareval
+//!   ([`sparql_eval`]), so the answers are the file's own.
+//! - Otherwise the query is translated to the DSL
+//!   ([`kgbox_query::translate::from_sparql`]) where it can be, and run by
+//!   the symbolic executor (`Executors::run`) with SPARQL's semantics
+//!   (anchors are answers like any other entity), its name tests,
+//!   `ORDER BY`, `OFFSET` and `LIMIT` applied here, and the rows (terms
+//!   from `translate::iri::entity_term`) written by `sparesults` as SPARQL
+//!   JSON (the default), XML, CSV or TSV, chosen by the `Accept` header or
+//!   a `format` parameter. What the translator cannot express goes to
+//!   spareval over the question-answering graph (docs/sparql.md).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -35,6 +40,10 @@ use crate::service::executors::{Executors, Overrides, Paths};
 struct Params {
     query: Option<String>,
     format: Option<String>,
+    /// `default-graph-uri`: the graphs whose union is the default graph.
+    default_graphs: Vec<String>,
+    /// `named-graph-uri`: the named graphs the query sees.
+    named_graphs: Vec<String>,
 }
 
 fn bad(code: &'static str, message: impl Into<String>) -> ApiError {
@@ -57,12 +66,8 @@ impl Params {
                 "query" => self.query = Some(v),
                 // Results formats as some clients name them.
                 "format" | "output" | "results" => self.format = Some(v),
-                "default-graph-uri" | "named-graph-uri" if !v.is_empty() => {
-                    return Err(bad(
-                        "unsupported_sparql",
-                        format!("{k}: the bundle is one default graph; leave it out"),
-                    ))
-                }
+                "default-graph-uri" if !v.is_empty() => self.default_graphs.push(v),
+                "named-graph-uri" if !v.is_empty() => self.named_graphs.push(v),
                 "update" => {
                     return Err(bad(
                         "unsupported_sparql",
@@ -238,9 +243,12 @@ fn full_sparql(
     params: &Params,
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
-    let query = spargebra::SparqlParser::new()
+    let mut query = spargebra::SparqlParser::new()
         .parse_query(text)
         .map_err(|e| bad("sparql_syntax", e.to_string()))?;
+    if !params.default_graphs.is_empty() || !params.named_graphs.is_empty() {
+        set_dataset(&mut query, params)?;
+    }
     let results = match query {
         spargebra::Query::Construct { .. } | spargebra::Query::Describe { .. } => {
             QueryResultsFormat::Json
@@ -254,6 +262,38 @@ fn full_sparql(
     };
     let formats = sparql_eval::Formats { results, graph };
     sparql_eval::answer(kg, &query, formats, &bounds)
+}
+
+/// The protocol's `default-graph-uri` and `named-graph-uri`, which take the
+/// place of the query's `FROM` and `FROM NAMED`.
+fn set_dataset(query: &mut spargebra::Query, params: &Params) -> Result<(), ApiError> {
+    let iri = |v: &String| {
+        NamedNode::new(v.clone()).map_err(|e| bad("bad_request", format!("graph IRI <{v}>: {e}")))
+    };
+    let dataset = spargebra::algebra::QueryDataset {
+        default: params
+            .default_graphs
+            .iter()
+            .map(iri)
+            .collect::<Result<_, _>>()?,
+        named: match params.named_graphs.is_empty() {
+            true => None,
+            false => Some(
+                params
+                    .named_graphs
+                    .iter()
+                    .map(iri)
+                    .collect::<Result<_, _>>()?,
+            ),
+        },
+    };
+    match query {
+        spargebra::Query::Select { dataset: d, .. }
+        | spargebra::Query::Construct { dataset: d, .. }
+        | spargebra::Query::Describe { dataset: d, .. }
+        | spargebra::Query::Ask { dataset: d, .. } => *d = Some(dataset),
+    }
+    Ok(())
 }
 
 fn respond(state: &AppState, params: Params, headers: &HeaderMap) -> Result<Response, ApiError> {
@@ -272,6 +312,12 @@ fn respond(state: &AppState, params: Params, headers: &HeaderMap) -> Result<Resp
     }
     let served = state.served();
     let kg = kg_of(&served)?;
+    // A bundle with its RDF statements as given answers from them alone:
+    // the translator binds the question-answering graph's names.
+    let dataset = !params.default_graphs.is_empty() || !params.named_graphs.is_empty();
+    if kg.statements().is_some() || dataset {
+        return full_sparql(state, &kg, text, &params, headers);
+    }
     let opts = RenderOptions::default();
     let sq = match from_sparql(&kg, text, &opts) {
         Ok(sq) => sq,

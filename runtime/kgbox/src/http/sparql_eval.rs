@@ -1,66 +1,43 @@
-//! `/sparql` beyond the translator: queries the DSL cannot express
+//! `/sparql` by spareval ([`crate::service::sparql`]): every query of a
+//! bundle with its RDF statements, and those the translator cannot express
 //! (variable predicates, OPTIONAL, aggregates, several columns, CONSTRUCT,
-//! DESCRIBE, ...) are evaluated by `spareval` over the bundle's graph
-//! ([`kgbox_query::dataset`]).
+//! DESCRIBE, ...) otherwise; with the protocol's pieces both paths share
+//! (`Accept`, the reply).
 //!
 //! Bounded like every request: the request deadline stops the evaluation
-//! (408 `timeout`: the dataset's clock for what reads the graph,
-//! [`within_deadline`] for loops that only combine rows), and a reply holds at
-//! most `query.max_sparql_rows` rows or triples (422 `result_too_large`).
-
-use std::time::Instant;
+//! (408 `timeout`), and a reply holds at most `query.max_sparql_rows` rows
+//! or triples (422 `result_too_large`).
 
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use kgbox_bundle::Kg;
-use kgbox_query::dataset::{within_deadline, KgDataset, PastDeadline};
-use kgbox_query::render::RenderOptions;
-use oxrdfio::{RdfFormat, RdfSerializer};
-use sparesults::{QueryResultsFormat, QueryResultsSerializer};
-use spareval::{QueryEvaluationError, QueryEvaluator, QueryResults};
+use oxrdfio::RdfFormat;
 use spargebra::Query;
+
+use crate::service::sparql::{self, SparqlError};
+pub(super) use crate::service::sparql::{Bounds, Formats};
 
 use super::ApiError;
 
-/// What the evaluation is allowed.
-pub(super) struct Bounds {
-    pub deadline: Instant,
-    pub max_rows: usize,
-}
-
-fn timeout() -> ApiError {
-    ApiError::new(
-        StatusCode::REQUEST_TIMEOUT,
-        "timeout",
-        "the SPARQL query ran past the request deadline (http.request_timeout_ms)",
-    )
-}
-
-fn too_large(max: usize) -> ApiError {
-    ApiError::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "result_too_large",
-        format!(
-            "the reply would hold more than {max} rows or triples (query.max_sparql_rows): \
-             add a LIMIT or narrow the pattern"
+fn api_error(e: SparqlError) -> ApiError {
+    match e {
+        SparqlError::Timeout => ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "timeout",
+            "the SPARQL query ran past the request deadline (http.request_timeout_ms)",
         ),
-    )
-}
-
-fn failed(e: QueryEvaluationError) -> ApiError {
-    let text = e.to_string();
-    if text.contains("deadline") || text.contains("cancel") {
-        return timeout();
+        e @ SparqlError::TooLarge(_) => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "result_too_large",
+            e.to_string(),
+        ),
+        e @ SparqlError::Evaluation(_) => {
+            ApiError::new(StatusCode::BAD_REQUEST, "sparql_evaluation", e.to_string())
+        }
+        e @ SparqlError::Write(_) => {
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
+        }
     }
-    ApiError::new(
-        StatusCode::BAD_REQUEST,
-        "sparql_evaluation",
-        format!("the query cannot be evaluated: {text}"),
-    )
-}
-
-fn internal(e: std::io::Error) -> ApiError {
-    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
 }
 
 /// The items of every `Accept` header, in order (parameters kept).
@@ -102,81 +79,13 @@ pub(super) fn graph_format(format: Option<&str>, headers: &HeaderMap) -> RdfForm
         .unwrap_or(RdfFormat::Turtle)
 }
 
-/// The reply's syntax: `results` for SELECT and ASK, `graph` for
-/// CONSTRUCT and DESCRIBE.
-pub(super) struct Formats {
-    pub results: QueryResultsFormat,
-    pub graph: RdfFormat,
-}
-
-/// Evaluates `query` over `kg` within `bounds`.
+/// Evaluates `query` over `kg` within `bounds` ([`crate::service::sparql`]).
 pub(super) fn answer(
     kg: &Kg<'_>,
     query: &Query,
     formats: Formats,
     bounds: &Bounds,
 ) -> Result<Response, ApiError> {
-    if Instant::now() >= bounds.deadline {
-        return Err(timeout());
-    }
-    within_deadline(bounds.deadline, || evaluate(kg, query, formats, bounds))
-        .unwrap_or_else(|PastDeadline| Err(timeout()))
-}
-
-fn evaluate(
-    kg: &Kg<'_>,
-    query: &Query,
-    Formats { results, graph }: Formats,
-    bounds: &Bounds,
-) -> Result<Response, ApiError> {
-    let opts = RenderOptions::default();
-    let dataset = KgDataset::new(kg, opts.namespaces(), Some(bounds.deadline));
-    let evaluator = QueryEvaluator::new();
-    let outcome = evaluator.prepare(query).execute(dataset).map_err(failed)?;
-    let late = || Instant::now() >= bounds.deadline;
-    let (body, content_type) = match outcome {
-        QueryResults::Boolean(b) => (
-            QueryResultsSerializer::from_format(results)
-                .serialize_boolean_to_writer(Vec::new(), b)
-                .map_err(internal)?,
-            results.media_type().to_string(),
-        ),
-        QueryResults::Solutions(rows) => {
-            let mut out = QueryResultsSerializer::from_format(results)
-                .serialize_solutions_to_writer(Vec::new(), rows.variables().to_vec())
-                .map_err(internal)?;
-            for (n, row) in rows.enumerate() {
-                if n >= bounds.max_rows {
-                    return Err(too_large(bounds.max_rows));
-                }
-                if late() {
-                    return Err(timeout());
-                }
-                let row = row.map_err(failed)?;
-                out.serialize(&row).map_err(internal)?;
-            }
-            (
-                out.finish().map_err(internal)?,
-                results.media_type().to_string(),
-            )
-        }
-        QueryResults::Graph(triples) => {
-            let mut out = RdfSerializer::from_format(graph).for_writer(Vec::new());
-            for (n, t) in triples.enumerate() {
-                if n >= bounds.max_rows {
-                    return Err(too_large(bounds.max_rows));
-                }
-                if late() {
-                    return Err(timeout());
-                }
-                out.serialize_triple(&t.map_err(failed)?)
-                    .map_err(internal)?;
-            }
-            (
-                out.finish().map_err(internal)?,
-                graph.media_type().to_string(),
-            )
-        }
-    };
-    Ok(reply(body, &content_type))
+    let (body, media) = sparql::answer(kg, query, formats, bounds).map_err(api_error)?;
+    Ok(reply(body, media))
 }

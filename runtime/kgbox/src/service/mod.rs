@@ -10,11 +10,13 @@
 //!   below [`crate::served`], which owns one.
 //! - [`query`]: a DSL, openCypher or SPARQL query with repair.
 //! - [`ask`]: a question through the planners.
+//! - [`sparql`]: all of SPARQL 1.1 Query, evaluated over the bundle.
 
 pub mod ask;
 pub mod executors;
 pub mod query;
 pub mod schema;
+pub mod sparql;
 
 use kgbox_qa::AskError;
 use kgbox_query::translate::TranslateError;
