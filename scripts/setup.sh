@@ -14,7 +14,9 @@
 #   zstd                         inspecting bundle sections by hand
 #   mosquitto openssl            the MQTT tests start a real broker (openssl makes a test CA for TLS)
 #   cmake libclang-dev           native model runtimes (llama.cpp, feature local-llm)
-#   chromium                     the web console's browser test (driven by playwright)
+#   chromium                     the browser tests, web console and YASGUI (driven by playwright)
+#   nodejs npm                   YASGUI for its browser test (below); only when there is no
+#                                npm on PATH (NodeSource's nodejs has its own and conflicts with npm)
 #   strace                       the crash-point tests kill kgbox at each file-system call
 #   time                         CPU seconds of each fuzz target (scripts/fuzz.sh)
 #   prometheus                   promtool and a real Prometheus for the /metrics tests
@@ -25,6 +27,13 @@
 #   lintian                      checks the .deb files
 # Rust: rustfmt, clippy, the aarch64-unknown-linux-gnu target, a nightly
 # toolchain with cargo-fuzz, cargo-deny, cargo-cyclonedx and cargo-deb.
+#
+# npm: tests/browser/yasgui/package-lock.json (@zazuko/yasgui) into its
+# node_modules (git ignores it), with `npm ci`, again only when node_modules
+# is missing or older than the lock file: the page that
+# tests/clients/yasgui.py serves from a second origin, loading YASGUI from
+# those files (nothing from the internet), to query kgbox's /sparql across
+# origins in chromium (tests/e2e/clients/yasgui.rs).
 #
 # Python, never into the system's python3 (Debian refuses that, PEP 668): the
 # virtual environment .venv at the repository root, made with P (default:
@@ -65,6 +74,9 @@ PACKAGES=(build-essential pkg-config curl)
 if ((DEV)); then
   PACKAGES+=(zstd mosquitto openssl cmake libclang-dev chromium strace time prometheus python3-venv
     gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static lintian)
+  if ! command -v npm >/dev/null 2>&1; then
+    PACKAGES+=(nodejs npm)
+  fi
 fi
 
 if ! command -v dpkg >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
@@ -75,7 +87,9 @@ fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   # `dpkg -s` also succeeds for removed packages whose config files remain.
-  if ! dpkg -s "$p" 2>/dev/null | grep -q '^Status: install ok installed'; then
+  # (Not `dpkg -s | grep -q` under pipefail: grep's early exit can kill dpkg
+  # with SIGPIPE and make an installed package look missing.)
+  if [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) != "install ok installed" ]]; then
     missing+=("$p")
   fi
 done
@@ -274,5 +288,16 @@ fi
 if [[ ! -x $VENV/bin/oxigraph ]]; then
   echo "setup.sh: the PyPI package oxigraph is installed but $VENV/bin/oxigraph is missing" >&2
   exit 1
+fi
+# YASGUI for tests/e2e/clients/yasgui.rs: the versions of the lock file.
+# npm ci writes node_modules/.package-lock.json last, so a run cut short
+# leaves none and the next one installs again.
+YASGUI="$ROOT/tests/browser/yasgui"
+if [[ -f $YASGUI/node_modules/.package-lock.json &&
+  ! $YASGUI/package-lock.json -nt $YASGUI/node_modules/.package-lock.json ]]; then
+  echo "setup.sh: YASGUI present ($YASGUI/node_modules)"
+else
+  echo "setup.sh: installing YASGUI (npm ci --prefix tests/browser/yasgui)"
+  npm ci --prefix "$YASGUI" --ignore-scripts --no-audit --no-fund
 fi
 echo "setup.sh: done; scripts/test.sh uses $VENV (by hand: . .venv/bin/activate)"

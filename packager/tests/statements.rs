@@ -179,7 +179,11 @@ fn an_empty_graph_is_refused_unless_allowed() {
     );
     let refused = cli(&args, &[]);
     assert_eq!(refused.status.code(), Some(1));
-    assert!(stderr(&refused).contains("no triples found"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("no triples found"),
+        "{}",
+        stderr(&refused)
+    );
     assert!(!out.exists());
     let allowed = cli(&[&args[..], &["--allow-empty"]].concat(), &[]);
     assert!(allowed.status.success(), "{}", stderr(&allowed));

@@ -20,7 +20,7 @@ const SCRIPT_TIMEOUT: Duration = Duration::from_secs(240);
 
 /// `CARGO_TARGET_DIR` when set (relative to the repository root), else the
 /// directory above the profile directory the binaries were built into.
-fn target_dir() -> PathBuf {
+pub(super) fn target_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
         return repo_root().join(dir);
     }

@@ -436,7 +436,7 @@ fn rdf_bundle_answers_as_pyoxigraph_does() {
 
 /// 1,000 gold queries from MetaQA's dev questions (a third per hop count):
 /// each rendered to SPARQL by `/v1/query`, then asked of `/sparql`, gives
-/// the same answers.
+/// the same answers, and its ASK form is true exactly when it has a row.
 #[test]
 fn metaqa_gold_queries_agree_between_sparql_and_v1_query() {
     let kb = metaqa_kb();
@@ -471,7 +471,7 @@ fn metaqa_gold_queries_agree_between_sparql_and_v1_query() {
     let device = Device::new(&[&keys.public], "[query]\nmax_top_k = 50000");
     device.install_ok(&bundle);
     let server = device.serve();
-    let mut answers_seen = 0;
+    let (mut answers_seen, mut asks, mut empty) = (0, 0, 0);
     for dsl in &gold {
         let (status, v) = server.post_json(
             "/v1/query",
@@ -490,6 +490,18 @@ fn metaqa_gold_queries_agree_between_sparql_and_v1_query() {
         let got = column(&serde_json::from_str(&body).unwrap(), "x");
         assert_eq!(got, want, "{dsl}\n{sparql}");
         answers_seen += want.len();
+        // ASK over the same pattern is true exactly when the SELECT has a row.
+        let (head, pattern) = sparql.split_once(" WHERE ").unwrap();
+        assert!(head.ends_with("SELECT DISTINCT ?x"), "{sparql}");
+        let ask = format!("{} ASK WHERE {pattern}", &head[..head.len() - 18]);
+        let (status, body) = server.post("/sparql", "application/sparql-query", &ask);
+        assert_eq!(status, 200, "{ask}: {body}");
+        let asked: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(asked["boolean"], json!(!got.is_empty()), "{ask}");
+        asks += 1;
+        empty += usize::from(got.is_empty());
     }
     assert!(answers_seen > 1000, "{answers_seen} answers in all");
+    assert_eq!(asks, gold.len());
+    eprintln!("{asks} ASK forms agree with their SELECT ({empty} without rows)");
 }

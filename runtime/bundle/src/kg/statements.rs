@@ -391,6 +391,7 @@ pub fn encode(terms: &[impl AsRef<str>], quads: &mut Vec<Quad>) -> Vec<(&'static
 }
 
 #[cfg(all(test, feature = "write"))]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
