@@ -505,3 +505,43 @@ fn metaqa_gold_queries_agree_between_sparql_and_v1_query() {
     assert_eq!(asks, gold.len());
     eprintln!("{asks} ASK forms agree with their SELECT ({empty} without rows)");
 }
+
+/// A bundle with its RDF statements is bounded as the question-answering
+/// graph is: too many rows is a 422, a cartesian aggregate a 408 at the
+/// request deadline, and the worst query fuzzing found a quick 400.
+#[test]
+fn rdf_statement_queries_are_bounded() {
+    let work = tempfile::tempdir().unwrap();
+    let keys = Keys::new(work.path(), "operator", 1);
+    let src = repo_root().join("benches/owngraph/starwars/graph.nt.gz");
+    let bundle = work.path().join("starwars.kgb");
+    pack(&src, "starwars", "1.0.0", &keys, &bundle, &[]);
+    let device = Device::new(
+        &[&keys.public],
+        "[query]\nmax_sparql_rows = 500\n[http]\nrequest_timeout_ms = 2000",
+    );
+    device.install_ok(&bundle);
+    let server = device.serve();
+    let sparql = |q: &str| server.post("/sparql", "application/sparql-query", q);
+    let (status, body) = sparql("SELECT * WHERE { ?s ?p ?o }");
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("result_too_large"), "{body}");
+    let t = std::time::Instant::now();
+    let (status, body) = sparql("SELECT (COUNT(*) AS ?n) WHERE { ?a ?p ?b . ?c ?q ?d . ?e ?r ?f }");
+    assert_eq!(status, 408, "{body}");
+    assert!(body.contains("timeout"), "{body}");
+    assert!(t.elapsed() < Duration::from_secs(8), "{:?}", t.elapsed());
+    let worst = std::fs::read_to_string(
+        repo_root().join("fuzz/regressions/sparql/nested-negations-parse-for-minutes"),
+    )
+    .unwrap();
+    let t = std::time::Instant::now();
+    let (status, body) = sparql(&worst);
+    assert_eq!(status, 400, "{body}");
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    // Still answering, from the file's own statements: 10,762 of them.
+    let (status, body) = sparql("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }");
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["results"]["bindings"][0]["n"]["value"], "10762", "{v}");
+}

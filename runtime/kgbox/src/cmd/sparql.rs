@@ -75,9 +75,7 @@ pub fn run(cfg: &Config, args: &SparqlArgs) -> Result<()> {
     } else {
         args.query.clone()
     };
-    let query = spargebra::SparqlParser::new()
-        .parse_query(&text)
-        .context("the query is not SPARQL 1.1")?;
+    let query = kgbox_query::translate::parse_sparql(&text)?;
     let timeout = match args.timeout {
         Some(s) if s.is_finite() && s > 0.0 => Duration::from_secs_f64(s),
         Some(s) => bail!("--timeout must be a positive number of seconds, not {s}"),

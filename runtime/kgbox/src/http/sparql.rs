@@ -243,8 +243,7 @@ fn full_sparql(
     params: &Params,
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
-    let mut query = spargebra::SparqlParser::new()
-        .parse_query(text)
+    let mut query = kgbox_query::translate::parse_sparql(text)
         .map_err(|e| bad("sparql_syntax", e.to_string()))?;
     if !params.default_graphs.is_empty() || !params.named_graphs.is_empty() {
         set_dataset(&mut query, params)?;

@@ -21,7 +21,7 @@ mod tests;
 
 pub use cypher::from_cypher;
 pub use names::NameTest;
-pub use sparql::{from_sparql, Form, Order, SparqlQuery, NAME_PREDICATES};
+pub use sparql::{from_sparql, parse_sparql, Form, Order, SparqlQuery, NAME_PREDICATES};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TranslateError {

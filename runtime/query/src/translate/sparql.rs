@@ -70,16 +70,23 @@ pub struct SparqlQuery {
     pub limit: Option<usize>,
 }
 
+/// Parses SPARQL 1.1 Query `text`, after refusing nesting that would
+/// keep the recursive parser busy for minutes (`check_nesting`): every
+/// SPARQL text goes through here.
+pub fn parse_sparql(text: &str) -> Result<spargebra::Query, TranslateError> {
+    super::check_nesting(text, L)?;
+    SparqlParser::new()
+        .parse_query(text)
+        .map_err(|e| TranslateError::Syntax(e.to_string(), L))
+}
+
 /// Parses SPARQL `text` and translates it against `kg`'s terms.
 pub fn from_sparql(
     kg: &Kg<'_>,
     text: &str,
     opts: &RenderOptions,
 ) -> Result<SparqlQuery, TranslateError> {
-    super::check_nesting(text, L)?;
-    let parsed = SparqlParser::new()
-        .parse_query(text)
-        .map_err(|e| TranslateError::Syntax(e.to_string(), L))?;
+    let parsed = parse_sparql(text)?;
     let (pattern, ask, dataset) = match parsed {
         spargebra::Query::Select {
             pattern, dataset, ..
