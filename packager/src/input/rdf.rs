@@ -237,6 +237,15 @@ pub fn read_rdf_with(
             Some((l, id))
         })
         .collect();
+    if !kg.statements.is_empty() {
+        kg.notes.push(format!(
+            "RDF statements: {} statements over {} terms kept as given for /sparql \
+             (datatypes, languages, labels, long texts, graph names; \
+             --no-rdf-statements leaves them out)",
+            count(kg.statements.len() as u64),
+            count(kg.statements.term_count() as u64),
+        ));
+    }
     if let Some(why) = kg.statements.dropped() {
         kg.notes.push(format!(
             "RDF statements: not kept ({why}); /sparql answers over the question-answering \

@@ -93,6 +93,11 @@ impl RdfStatements {
         self.quads.is_empty()
     }
 
+    /// Distinct terms (graph names included).
+    pub fn term_count(&self) -> usize {
+        self.terms.len()
+    }
+
     /// Why the statements were dropped, if they were.
     pub fn dropped(&self) -> Option<&str> {
         self.dropped.as_deref()

@@ -10,13 +10,11 @@ use std::ops::Range;
 use crate::error::{BundleError, Result};
 use crate::kg::iris::{IriTable, ENTITY_IRIS, RELATION_IRIS};
 use crate::kg::statements::Statements;
+pub use crate::kg::strings::StringTable;
 use crate::kg::view::cast;
 use crate::sections as s;
 
-/// Postings with this bit set come from an alias, not the entity's name.
-pub const POSTING_ALIAS: u32 = 1 << 31;
-/// fst values at or above this point into the postings array.
-pub const POSTINGS_LIST: u64 = 1 << 32;
+pub use crate::kg::postings::{POSTINGS_LIST, POSTING_ALIAS};
 /// The longest index key [`Kg::check_index`] accepts, in bytes.
 const MAX_KEY_BYTES: usize = 64 << 10;
 /// Transitions [`Kg::check_index`] follows per declared key, at most
@@ -24,59 +22,6 @@ const MAX_KEY_BYTES: usize = 64 << 10;
 const MAX_AVG_KEY: usize = 1024;
 /// Entity ids must fit in 31 bits (the top bit of a posting is the alias flag).
 pub const MAX_ENTITIES: usize = (1 << 31) - 1;
-
-/// A table of UTF-8 strings: `offsets` (u64, n + 1) into `bytes`.
-#[derive(Clone, Copy)]
-pub struct StringTable<'a> {
-    offsets: &'a [u64],
-    bytes: &'a [u8],
-}
-
-impl<'a> StringTable<'a> {
-    fn new(offsets_name: &str, offsets: &'a [u8], bytes: &'a [u8]) -> Result<Self> {
-        let offsets: &[u64] = cast(offsets_name, offsets)?;
-        match (offsets.first(), offsets.last()) {
-            (Some(0), Some(&last)) if last == bytes.len() as u64 => {
-                Ok(StringTable { offsets, bytes })
-            }
-            _ => Err(BundleError::bad_section(
-                offsets_name,
-                format!(
-                    "offsets must start at 0 and end at the string data length {}",
-                    bytes.len()
-                ),
-            )),
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        self.offsets.len() - 1
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    pub fn get(&self, i: usize) -> Option<&'a str> {
-        let a = usize::try_from(*self.offsets.get(i)?).ok()?;
-        let b = usize::try_from(*self.offsets.get(i + 1)?).ok()?;
-        std::str::from_utf8(self.bytes.get(a..b)?).ok()
-    }
-
-    /// Binary search, valid when the strings are sorted bytewise.
-    pub fn find_sorted(&self, needle: &str) -> Option<usize> {
-        let (mut lo, mut hi) = (0usize, self.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.get(mid)?.cmp(needle) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(mid),
-            }
-        }
-        None
-    }
-}
 
 /// Compressed sparse rows: for node `n`, edges `offsets[n]..offsets[n+1]`
 /// sorted by (relation, other end).
@@ -526,8 +471,10 @@ impl<'a> Kg<'a> {
 
 /// Source IRIs (optional sections) and their index.
 pub mod iris;
+mod postings;
 /// The RDF statements as given (optional sections).
 pub mod statements;
+mod strings;
 mod view;
 
 /// Encoders for the packager (feature `write`).

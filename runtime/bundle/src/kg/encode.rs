@@ -1,7 +1,7 @@
 //! Encoders for the packager: the lexical index and string tables in the
 //! layout [`super::Kg`] reads (feature `write`).
 
-use super::{POSTINGS_LIST, POSTING_ALIAS};
+use super::postings::{POSTINGS_LIST, POSTING_ALIAS};
 use crate::normalize::normalize;
 
 /// The lexical index (fst bytes, postings bytes) over entity `names`

@@ -22,8 +22,8 @@
 
 use std::cmp::Ordering;
 
+use super::strings::StringTable;
 use super::view::cast;
-use super::StringTable;
 use crate::error::{BundleError, Result};
 use crate::sections as s;
 
