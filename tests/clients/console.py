@@ -23,29 +23,14 @@ import re
 import sys
 from urllib.parse import urlparse
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
+from checklist import check, failures, run
+from chromium import CHROMIUM, CHROMIUM_ARGS
+
 QUESTION = "who directed [Blade Runner]"
 EXPECTED = "Ridley Scott"
 FILM = "Blade Runner"
 PHONE = {"width": 390, "height": 844}
 TIMEOUT_MS = 20_000
-
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
 
 
 def no_overflow(page, where):
@@ -61,14 +46,6 @@ def no_overflow(page, where):
 def sibling(path, suffix):
     root, ext = os.path.splitext(path)
     return f"{root}-{suffix}{ext or '.png'}"
-
-
-def run(name, fn):
-    """Runs one group of checks; an exception is a failure, not a crash."""
-    try:
-        fn()
-    except Exception as e:  # noqa: BLE001 - report and go on
-        check(False, f"{name}: {type(e).__name__}: {e}")
 
 
 def main():

@@ -14,7 +14,8 @@ package or browser: run scripts/setup.sh --dev).
 import os
 import sys
 
-from console import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS
+from chromium import CHROMIUM, CHROMIUM_ARGS
+from console import TIMEOUT_MS
 
 
 def main():

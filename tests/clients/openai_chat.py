@@ -12,25 +12,11 @@ missing package: run scripts/setup.sh --dev).
 
 import sys
 
+from checklist import check, failures, run
+
 QUESTION = "who directed [Blade Runner]"
 EXPECTED = "Ridley Scott"
 DEMO_MODEL = "demo-movies"
-
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
-
-
-def run(name, fn):
-    """Runs one group of checks; an exception is a failure, not a crash."""
-    try:
-        fn()
-    except Exception as e:  # noqa: BLE001 - any client error is a failed check
-        check(False, f"{name}: {type(e).__name__}: {e}")
 
 
 def main():

@@ -47,16 +47,9 @@ import sys
 import threading
 from urllib.parse import quote, urlparse
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
+from checklist import check, failures, run
+from chromium import CHROMIUM, CHROMIUM_ARGS
+
 YASGUI_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "browser", "yasgui")
 YASGUI_FILES = [
     "index.html",
@@ -70,22 +63,6 @@ FILMS = ["Malcolm%20X", "Red%20Hook%20Summer"]
 ASK_QUERY = PREFIXES + "ASK { e:Malcolm%20X r:directed_by e:Spike%20Lee }\n"
 REQUEST_ID = "yasgui-preflight-1"
 TIMEOUT_MS = 20_000
-
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
-
-
-def run(name, fn):
-    """Runs one group of checks; an exception is a failure, not a crash."""
-    try:
-        fn()
-    except Exception as e:  # noqa: BLE001 - report and go on
-        check(False, f"{name}: {type(e).__name__}: {e}")
 
 
 def sibling(path, suffix):

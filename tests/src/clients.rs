@@ -3,10 +3,15 @@
 //! A missing python3 or client package fails the test with a pointer to
 //! scripts/setup.sh --dev: these tests never skip.
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::repo_root;
+use crate::{bin, repo_root};
+
+/// The browser the playwright clients drive (Debian's package;
+/// scripts/setup.sh --dev installs it).
+pub const CHROMIUM: &str = "/usr/bin/chromium";
 
 /// What a client run printed and how it ended.
 pub struct ClientRun {
@@ -102,4 +107,65 @@ pub fn client_passes(script: &str, args: &[&str], env: &[(&str, &str)], limit: D
         run.output
     );
     run.output
+}
+
+/// Runs a browser client (playwright and chromium) that takes a screenshot
+/// to `shot`, and fails the test unless it exits 0 and the screenshot is a
+/// PNG. Exit status 2 means the machine lacks what `needs` names; `logs` are
+/// the servers' logs, shown on a failure.
+pub fn browser_client_passes(
+    script: &str,
+    args: &[&str],
+    shot: &Path,
+    needs: &str,
+    limit: Duration,
+    logs: &dyn Fn() -> String,
+) -> String {
+    let run = run_python_client(script, args, &[], limit);
+    let output = run.output;
+    assert_ne!(
+        run.code,
+        Some(2),
+        "{script} cannot run here: run scripts/setup.sh --dev (it installs {needs}):\n{output}"
+    );
+    assert_eq!(
+        run.code,
+        Some(0),
+        "{script} failed (None: killed after {limit:?}):\n{output}\n{}",
+        logs()
+    );
+    let png = std::fs::read(shot).unwrap_or_default();
+    assert!(
+        png.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "{} is not a PNG",
+        shot.display()
+    );
+    output
+}
+
+/// Fails the test unless playwright and Debian's chromium are installed.
+pub fn require_chromium() {
+    require_python_modules(&["playwright"]);
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "{CHROMIUM} is missing: run scripts/setup.sh --dev (it installs chromium)"
+    );
+}
+
+/// `TARGET_DIR/test-artifacts/`, made if missing: what the tests keep for a
+/// person to look at (screenshots, failure tables). `TARGET_DIR` is
+/// `CARGO_TARGET_DIR` when set (relative to the repository root), else the
+/// directory above the profile directory the binaries were built into.
+pub fn test_artifacts() -> PathBuf {
+    let target = match std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
+        Some(dir) => repo_root().join(dir),
+        None => bin("kgbox")
+            .parent()
+            .and_then(|profile| profile.parent())
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| repo_root().join("target")),
+    };
+    let dir = target.join("test-artifacts");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot make {}: {e}", dir.display()));
+    dir
 }

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use kgbox_testkit::clients::{client_passes, require_python_modules};
+use kgbox_testkit::clients::{client_passes, require_python_modules, test_artifacts};
 use kgbox_testkit::*;
 
 /// The whole suite takes seconds with a debug build; this leaves room for a loaded CI machine.
@@ -20,14 +20,7 @@ fn w3c_sparql11_query_tests_pass_as_on_pyoxigraph() {
     require_python_modules(&["pyoxigraph"]);
     let kgbox = bin("kgbox");
     let pack = bin("kgbox-pack");
-    // Beside the binaries: TARGET_DIR/test-artifacts/.
-    let artifacts = kgbox
-        .parent()
-        .and_then(|profile| profile.parent())
-        .unwrap()
-        .join("test-artifacts");
-    std::fs::create_dir_all(&artifacts).unwrap();
-    let table = artifacts.join("w3c-sparql-failures.md");
+    let table = test_artifacts().join("w3c-sparql-failures.md");
     let output = client_passes(
         "w3c_sparql.py",
         &[
