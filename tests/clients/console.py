@@ -2,7 +2,8 @@
 """Drives kgbox's web console (`GET /`) in a real browser: Debian's chromium
 under the `playwright` package, at a phone-size viewport.
 
-Usage: console.py BASE_URL SCREENSHOT_PNG   (e.g. http://127.0.0.1:8080 out.png)
+Usage: console.py BASE_URL SCREENSHOT_PNG [KEYED_URL KEY]
+       (e.g. http://127.0.0.1:8080 out.png)
 
 Against the built-in demo bundle: asks who directed Blade Runner, waits for
 Ridley Scott, follows the answer to its entity page and checks its edges,
@@ -13,6 +14,9 @@ no page is wider than the screen, that no request leaves the server's origin
 and that the page logs no script error or policy violation. Saves a
 full-page screenshot of the answered question to SCREENSHOT_PNG (and, next
 to it, the entity, query, SPARQL and status views and a desktop-size one).
+With KEYED_URL and KEY (a server that needs API keys): the console asks for
+a key at its first call, answers once given KEY, and sends it from then on
+(`-key.png` beside the screenshot shows the dialog).
 
 Exits 0 when every check passes; otherwise prints what failed and exits 1
 (2 for bad usage or a missing package or browser: run scripts/setup.sh --dev).
@@ -49,10 +53,11 @@ def sibling(path, suffix):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 5):
         print(__doc__, file=sys.stderr)
         return 2
     base, shot = sys.argv[1].rstrip("/"), sys.argv[2]
+    keyed, key = (sys.argv[3].rstrip("/"), sys.argv[4]) if len(sys.argv) == 5 else (None, None)
     try:
         from playwright.sync_api import expect, sync_playwright
     except ImportError as e:
@@ -220,7 +225,30 @@ def main():
                 wide.screenshot(path=sibling(shot, "desktop"), full_page=True)
                 ctx.close()
 
-            for name, fn in [
+            def with_key():
+                ctx = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True)
+                keyed_page = ctx.new_page()
+                keyed_page.set_default_timeout(TIMEOUT_MS)
+                watch(keyed_page)
+                keyed_page.goto(keyed + "/#/ask")
+                dialog = keyed_page.locator("#key-dialog")
+                expect(dialog).to_be_visible()
+                expect(keyed_page.locator("#key-reason")).to_contain_text("API key")
+                check(True, "the console asks for a key where reads need one")
+                keyed_page.screenshot(path=sibling(shot, "key"), full_page=True)
+                keyed_page.fill("#key-input", key)
+                keyed_page.click("#key-ok")
+                expect(dialog).to_be_hidden()
+                expect(keyed_page.locator("#bundle-badge")).to_contain_text("demo-movies")
+                keyed_page.fill("#ask-input", QUESTION)
+                keyed_page.click("#ask-button")
+                expect(keyed_page.locator("#ask-results .answer-name").first).to_have_text(EXPECTED)
+                check(True, "with the key given once, the console answers")
+                stored = keyed_page.evaluate("() => sessionStorage.getItem('kgbox-api-key')")
+                check(stored == key, "the key is kept in the tab's session storage")
+                ctx.close()
+
+            steps = [
                 ("open", opens),
                 ("ask", asks),
                 ("entity", entity),
@@ -230,7 +258,10 @@ def main():
                 ("missing entity", missing_entity),
                 ("status", status),
                 ("desktop", desktop),
-            ]:
+            ]
+            if keyed:
+                steps.append(("key", with_key))
+            for name, fn in steps:
                 run(name, fn)
         finally:
             browser.close()

@@ -12,6 +12,7 @@
 //! the current directory or hold a fixed port; each child process gets its
 //! own environment, temporary directories and free ports.
 
+mod access;
 mod clients;
 mod deploy;
 mod mqtt;

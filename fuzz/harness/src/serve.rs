@@ -54,6 +54,11 @@ fn device() -> &'static Device {
             request_timeout: std::time::Duration::from_millis(cfg.http.request_timeout_ms),
             config: cfg.clone(),
             admin_token: Some(TOKEN.into()),
+            auth: kgbox::http::auth::Auth::new(
+                kgbox::keys::Keyring::open(&cfg.data_dir).expect("an empty key ring"),
+                true,
+                None,
+            ),
         });
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()

@@ -18,6 +18,7 @@ pub mod entity;
 pub mod error;
 pub mod http;
 pub mod install;
+pub mod keys;
 pub mod loaded;
 pub mod logging;
 pub mod metrics;

@@ -34,6 +34,9 @@ enum Command {
     Serve(cmd::serve::ServeArgs),
     /// Verify a bundle and install it into the inactive slot, then make it active.
     Install(cmd::install::InstallArgs),
+    /// Manage the API keys that may read (and administer) this device.
+    #[command(subcommand)]
+    Keys(cmd::keys::KeysCommand),
     /// Check a bundle (signature, hashes, limits, compatibility) without installing it.
     Verify(cmd::verify::VerifyArgs),
     /// Show the slots, their bundles and which is active.
@@ -104,6 +107,7 @@ fn run(started: Instant) -> Result<()> {
         Command::Install(args) => cmd::install::run(&cfg, &args),
         Command::Verify(args) => cmd::verify::run(&cfg, &args),
         Command::Status(args) => cmd::status::run(&cfg, &args),
+        Command::Keys(c) => cmd::keys::run(&cfg, c),
         Command::Rollback => cmd::rollback::run(&cfg),
         Command::Query(args) => cmd::query::run(&cfg, &args),
         Command::Ask(args) => cmd::ask::run(&cfg, &args),

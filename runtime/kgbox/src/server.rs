@@ -19,6 +19,7 @@ pub async fn run(
     deployer: Arc<Deployer>,
     cfg: Arc<Config>,
     admin_token: Option<String>,
+    auth: http::auth::Auth,
     started: Instant,
 ) -> std::io::Result<()> {
     let addr = listener.local_addr()?;
@@ -34,6 +35,7 @@ pub async fn run(
         request_timeout: Duration::from_millis(cfg.http.request_timeout_ms),
         config: cfg.clone(),
         admin_token,
+        auth,
     });
     let app = http::router(state.clone(), &cfg.http);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

@@ -8,6 +8,7 @@ pub mod eval;
 pub mod health;
 pub mod healthcheck;
 pub mod install;
+pub mod keys;
 pub mod link;
 pub mod manual;
 pub mod query;

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use kgbox::deploy::{self, Deployer};
+use kgbox::http::auth;
 use kgbox::served::Served;
 use kgbox::store::Health;
 use kgbox::Config;
@@ -52,6 +53,11 @@ pub fn run(mut cfg: Config, args: ServeArgs, started: Instant) -> Result<()> {
         cfg.http.listen = l;
     }
     kgbox::logging::init(&cfg.log);
+    let keys = kgbox::keys::Keyring::open(&cfg.data_dir).context("cannot read the API keys")?;
+    if let Some(why) = auth::exposure_error(&cfg.http, &keys) {
+        anyhow::bail!("refusing to serve: {why}");
+    }
+    let auth = auth::Auth::new(keys, cfg.http.anonymous_reads(), cfg.http.key_rate_limit);
     let (served, health) = initial(&cfg)?;
     let admin_token = cfg.admin.token()?;
     let cfg = Arc::new(cfg);
@@ -72,7 +78,7 @@ pub fn run(mut cfg: Config, args: ServeArgs, started: Instant) -> Result<()> {
         let listener = tokio::net::TcpListener::bind(&cfg.http.listen)
             .await
             .with_context(|| format!("cannot listen on {}", cfg.http.listen))?;
-        kgbox::server::run(listener, deployer, cfg, admin_token, started).await?;
+        kgbox::server::run(listener, deployer, cfg, admin_token, auth, started).await?;
         Ok(())
     })
 }

@@ -231,6 +231,35 @@ pub struct HttpConfig {
     /// the OpenAI facade (CORS); empty: none, `["*"]`: any. The admin
     /// endpoints never answer other origins.
     pub cors_origins: Vec<String>,
+    /// Whether requests without an API key may read. Unset: only when
+    /// `listen` is a loopback address; on any other address `serve` refuses
+    /// to start without keys unless this is `true`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_anonymous: Option<bool>,
+    /// The request rate of a key that has none of its own (`kgbox keys add
+    /// --rate`), e.g. `"20/s"`; unset: unlimited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_rate_limit: Option<crate::keys::Rate>,
+}
+
+impl HttpConfig {
+    /// Whether `listen` is a loopback address (`127.0.0.0/8`, `::1`, `localhost`).
+    pub fn listens_on_loopback(&self) -> bool {
+        let host = match self.listen.rsplit_once(':') {
+            Some((host, _)) => host.trim_start_matches('[').trim_end_matches(']'),
+            None => self.listen.as_str(),
+        };
+        host == "localhost"
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    }
+
+    /// Whether requests without a key may read (see `allow_anonymous`).
+    pub fn anonymous_reads(&self) -> bool {
+        self.allow_anonymous
+            .unwrap_or_else(|| self.listens_on_loopback())
+    }
 }
 
 impl Default for Config {
@@ -274,6 +303,8 @@ impl Default for HttpConfig {
             request_timeout_ms: 10_000,
             max_concurrency: 256,
             cors_origins: Vec::new(),
+            allow_anonymous: None,
+            key_rate_limit: None,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The access log: one `tracing` event per request (target
 //! `kgbox::access`: method, route, status, duration_ms, request_id,
-//! bundle_version), and the request id, taken from the client's
+//! bundle_version, key: the API key's id, `-` for none), and the request id, taken from the client's
 //! `x-request-id` when it is sane, else made, and echoed in an
 //! `x-request-id` header on every response (errors and 404s included).
 //!
@@ -28,6 +28,11 @@ pub const UNMATCHED: &str = "unmatched";
 
 /// `x-request-id`, both ways.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static(crate::request_id::HEADER);
+
+/// The API key a request was answered for, by id (`-`: none), set on the
+/// response by [`super::auth`].
+#[derive(Debug, Clone)]
+pub struct KeyId(pub String);
 
 /// Marks a request that the MQTT front end sends through the router: it
 /// logs the request itself.
@@ -63,6 +68,10 @@ pub async fn access_log(
     }
     if !in_process {
         let version = state.served().bundle.manifest().version.to_string();
+        let key = resp
+            .extensions()
+            .get::<KeyId>()
+            .map_or("-", |k| k.0.as_str());
         emit(
             method.as_str(),
             &route,
@@ -70,6 +79,7 @@ pub async fn access_log(
             started.elapsed(),
             &id,
             &version,
+            key,
         );
     }
     resp
@@ -83,6 +93,7 @@ pub(crate) fn emit(
     elapsed: Duration,
     request_id: &RequestId,
     bundle_version: &str,
+    key: &str,
 ) {
     tracing::info!(
         target: TARGET,
@@ -92,6 +103,7 @@ pub(crate) fn emit(
         duration_ms = millis(elapsed),
         request_id = %request_id,
         bundle_version = %bundle_version,
+        key = %key,
     );
 }
 

@@ -1,8 +1,9 @@
-//! Admin endpoints, behind the bearer token (`[admin]`): `PUT /v1/bundles`
+//! Admin endpoints, behind the admin token (`[admin]`) or an admin key: `PUT /v1/bundles`
 //! (upload, install, health check, hot swap or rollback) and
 //! `POST /v1/bundles/rollback`. Also the public `GET /v1/status`.
 //!
-//! [`require_token`] compares the token in constant time (`subtle`);
+//! [`require_token`] compares the token and keys in constant time
+//! ([`super::auth`]);
 //! [`put_bundle`] streams the body to a file in `DATA_DIR/incoming/`, then
 //! hands it to `Deployer::deploy_file` on a blocking thread (install,
 //! health check, hot swap or rollback: see [`crate::deploy`]); [`rollback`]
@@ -22,49 +23,80 @@ use futures_util::StreamExt;
 use kgbox_protocol::http::HEALTH_CHECK_FAILED;
 use serde::Deserialize;
 use serde_json::json;
-use subtle::ConstantTimeEq;
 
+use super::access_log::KeyId;
+use super::auth::{self, Caller};
 use super::{ApiError, AppState};
 use crate::deploy::{DeployError, DeployOutcome, Deployer};
 
-/// Refuses a request without the right `Authorization: Bearer` token.
+/// Refuses a request without the admin token or an admin key
+/// (`Authorization: Bearer`): 401 `unauthorized` (403 `forbidden` for a key
+/// without the admin scope, 403 `admin_disabled` when there is neither a
+/// token nor an admin key).
 pub async fn require_token(
     State(state): State<Arc<AppState>>,
     req: Request,
     next: Next,
 ) -> Response {
-    let Some(expected) = &state.admin_token else {
+    let admin_keys = state
+        .auth
+        .ring
+        .keys()
+        .iter()
+        .any(|k| k.revoked.is_none() && k.is_admin());
+    if state.admin_token.is_none() && !admin_keys {
         return ApiError::new(
             StatusCode::FORBIDDEN,
             "admin_disabled",
-            "the admin API is off: set the token in the environment variable named by admin.token_env, or admin.token_file",
+            "the admin API is off: set the token in the environment variable named by admin.token_env, or admin.token_file, or add a key with `kgbox keys add --scope admin`",
         )
         .into_response();
-    };
-    let given = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    // `subtle`: the time taken does not depend on where the bytes differ
-    // (only on the lengths).
-    let ok = given.is_some_and(|g| bool::from(g.as_bytes().ct_eq(expected.as_bytes())));
-    if !ok {
-        let message = if given.is_none() {
-            "this endpoint needs `Authorization: Bearer <admin token>`"
-        } else {
-            "wrong admin token"
-        };
+    }
+    let unauthorized = |message: &str| {
         let mut resp =
             ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message).into_response();
         resp.headers_mut().insert(
             header::WWW_AUTHENTICATE,
             header::HeaderValue::from_static("Bearer"),
         );
-        return resp;
+        resp
+    };
+    match auth::identify(
+        &state.auth,
+        state.admin_token.as_deref(),
+        false,
+        req.headers(),
+    ) {
+        Ok(Caller::AdminToken) => next.run(req).await,
+        Ok(Caller::Key(key)) if key.is_admin() => {
+            let mut resp = next.run(req).await;
+            resp.extensions_mut().insert(KeyId(key.id));
+            resp
+        }
+        Ok(Caller::Key(key)) => {
+            let mut resp = ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                format!("key {} has no admin scope", key.id),
+            )
+            .into_response();
+            resp.extensions_mut().insert(KeyId(key.id));
+            resp
+        }
+        Ok(Caller::Anonymous) => {
+            unauthorized("this endpoint needs `Authorization: Bearer <admin token or admin key>`")
+        }
+        Err(refusal) if refusal.status == StatusCode::UNAUTHORIZED => {
+            if req.headers().contains_key(header::AUTHORIZATION) {
+                unauthorized("wrong admin token or key")
+            } else {
+                unauthorized(
+                    "this endpoint needs `Authorization: Bearer <admin token or admin key>`",
+                )
+            }
+        }
+        Err(refusal) => refusal.into_response(),
     }
-    next.run(req).await
 }
 
 /// The device's slots, versions and health decisions.

@@ -21,6 +21,7 @@ use tower_http::timeout::TimeoutLayer;
 pub(crate) mod access_log;
 pub mod admin;
 pub mod ask;
+pub mod auth;
 mod console;
 mod cors;
 pub mod errors;
@@ -51,8 +52,10 @@ pub struct AppState {
     pub request_timeout: Duration,
     /// The configuration (planner and LLM settings for `/v1/ask`).
     pub config: Arc<crate::config::Config>,
-    /// The admin bearer token; `None`: the admin API is off.
+    /// The admin bearer token; `None`: only admin keys administer.
     pub admin_token: Option<String>,
+    /// API keys and who may read without one ([`auth`]).
+    pub auth: auth::Auth,
 }
 
 impl AppState {
@@ -146,13 +149,16 @@ impl From<LookupError> for ApiError {
 }
 
 pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
-    let public = Router::new()
+    // Open to anyone: liveness, readiness, the API's description and the
+    // console page (whose calls need a key where reads do).
+    let open = Router::new()
         .route("/", get(console::page))
         .route("/healthz", get(health))
         .route("/readyz", get(readyz))
         .route("/v2/health/live", get(live_v2))
         .route("/openapi.json", get(openapi::openapi_json))
-        .route("/v2/health/ready", get(v2_ready))
+        .route("/v2/health/ready", get(v2_ready));
+    let read = Router::new()
         .route("/metrics", get(metrics))
         .route("/v1/status", get(admin::status))
         .route("/v1/bundle", get(bundle))
@@ -164,6 +170,12 @@ pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
         .route("/sparql", get(sparql::get).post(sparql::post))
         .route("/v1/chat/completions", post(openai::chat_completions))
         .route("/v1/models", get(openai::models))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_read,
+        ));
+    let public = open
+        .merge(read)
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             Duration::from_millis(cfg.request_timeout_ms),

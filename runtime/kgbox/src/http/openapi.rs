@@ -4,21 +4,89 @@
 //! docs/http-api.md is checked against it (`documented_routes_match`).
 
 use axum::Json;
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, Response};
 use utoipa::{Modify, OpenApi};
 
 use super::schema::{ErrorBody, ErrorDetail};
 use crate::service::schema::{ExecutorName, RenderLanguage, RepairModeName};
 
-struct AdminAuth;
+struct Security;
 
-impl Modify for AdminAuth {
+/// The routes anyone may call (see `super::router`).
+const OPEN: &[&str] = &[
+    "/",
+    "/healthz",
+    "/readyz",
+    "/v2/health/live",
+    "/v2/health/ready",
+    "/openapi.json",
+];
+
+impl Modify for Security {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         if let Some(components) = openapi.components.as_mut() {
             components.add_security_scheme(
                 "admin_token",
-                SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+                SecurityScheme::Http(
+                    HttpBuilder::new()
+                        .scheme(HttpAuthScheme::Bearer)
+                        .description(Some("The admin token, or an API key with the admin scope"))
+                        .build(),
+                ),
             );
+            components.add_security_scheme(
+                "api_key",
+                SecurityScheme::Http(
+                    HttpBuilder::new()
+                        .scheme(HttpAuthScheme::Bearer)
+                        .bearer_format("kgb_<id>_<secret>")
+                        .description(Some(
+                            "An API key (`kgbox keys add`). Optional where anonymous reads are on \
+                             (http.allow_anonymous; by default on a loopback address only).",
+                        ))
+                        .build(),
+                ),
+            );
+        }
+        let error = |description: &str| {
+            Response::builder()
+                .description(description)
+                .content(
+                    "application/json",
+                    ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("ErrorBody")))
+                        .build(),
+                )
+                .build()
+        };
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            if OPEN.contains(&path.as_str()) {
+                continue;
+            }
+            for op in [item.get.as_mut(), item.post.as_mut(), item.put.as_mut()]
+                .into_iter()
+                .flatten()
+            {
+                if op.security.is_some() {
+                    continue; // the admin routes: their own.
+                }
+                op.security = Some(vec![
+                    SecurityRequirement::new("api_key", Vec::<String>::new()),
+                    SecurityRequirement::default(),
+                ]);
+                let responses = &mut op.responses.responses;
+                for (status, description) in [
+                    ("400", "A bad request, or an API key in the URL (`key_in_url`)"),
+                    ("401", "No API key where one is needed (`missing_key`), or an unknown, wrong or revoked one (`invalid_key`)"),
+                    ("403", "The key may not read this bundle (`forbidden`)"),
+                    ("429", "The key is past its request rate (`rate_limited`, with `Retry-After`)"),
+                ] {
+                    responses
+                        .entry(status.to_string())
+                        .or_insert_with(|| error(description).into());
+                }
+            }
         }
     }
 }
@@ -53,7 +121,7 @@ impl Modify for AdminAuth {
         openapi_json,
     ),
     components(schemas(ErrorBody, ErrorDetail, ExecutorName, RenderLanguage, RepairModeName)),
-    modifiers(&AdminAuth),
+    modifiers(&Security),
     tags(
         (name = "answers", description = "Questions, queries, linking and retrieval"),
         (name = "graph", description = "The served bundle and its entities"),

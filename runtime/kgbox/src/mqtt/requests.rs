@@ -103,7 +103,15 @@ impl Answerer {
         };
         let version = self.deployer.served().bundle.manifest().version.to_string();
         let route = format!("mqtt {}", job.kind.level());
-        access_log::emit("MQTT", &route, status, started.elapsed(), &id, &version);
+        access_log::emit(
+            "MQTT",
+            &route,
+            status,
+            started.elapsed(),
+            &id,
+            &version,
+            "-",
+        );
     }
 
     /// The reply's status; `None` when the request was not run (shutting down).

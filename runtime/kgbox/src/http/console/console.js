@@ -61,11 +61,77 @@ function spinner(text) {
 
 const TIMEOUT_MS = 30000;
 
-// Calls the API. Resolves to {ok, status, data (parsed JSON or null), text}.
+// ---------- the API key ----------
+
+// The key this tab sends, if any (session storage: gone with the tab).
+const KEY_STORE = "kgbox-api-key";
+
+function storedKey() {
+  try { return sessionStorage.getItem(KEY_STORE) || ""; } catch (_) { return ""; }
+}
+
+function storeKey(key) {
+  try {
+    if (key) sessionStorage.setItem(KEY_STORE, key);
+    else sessionStorage.removeItem(KEY_STORE);
+  } catch (_) { /* storage off: the key lasts for this call only */ }
+  showKeyButton();
+}
+
+// The header's Key button, to change or forget the key: shown once there is one.
+function showKeyButton() {
+  document.getElementById("key-button").hidden = !storedKey();
+}
+
+// One dialog at a time: calls refused together wait for the same answer.
+let keyPrompt = null;
+
+// Asks for a key; resolves to true when one was given (or forgotten on
+// purpose), false on cancel.
+function askForKey(reason) {
+  if (keyPrompt) return keyPrompt;
+  const dialog = document.getElementById("key-dialog");
+  const input = document.getElementById("key-input");
+  document.getElementById("key-reason").textContent = reason || "This device answers only requests with an API key.";
+  input.value = storedKey();
+  keyPrompt = new Promise((resolve) => {
+    const form = document.getElementById("key-form");
+    const cancel = document.getElementById("key-cancel");
+    const done = (given) => {
+      form.removeEventListener("submit", onSubmit);
+      cancel.removeEventListener("click", onCancel);
+      dialog.close();
+      keyPrompt = null;
+      resolve(given);
+    };
+    const onSubmit = (e) => { e.preventDefault(); storeKey(input.value.trim()); done(true); };
+    const onCancel = () => done(false);
+    form.addEventListener("submit", onSubmit);
+    cancel.addEventListener("click", onCancel);
+    dialog.showModal();
+    input.focus();
+  });
+  return keyPrompt;
+}
+
+// Calls the API, with the tab's key when it has one; a 401 for a missing or
+// refused key asks for one and tries once more.
 async function api(method, path, body, headers) {
+  let r = await call(method, path, body, headers);
+  const code = r.status === 401 && r.data && r.data.error ? r.data.error.code : "";
+  if (code === "missing_key" || code === "invalid_key") {
+    if (await askForKey(r.data.error.message)) r = await call(method, path, body, headers);
+  }
+  return r;
+}
+
+// One call. Resolves to {ok, status, data (parsed JSON or null), text}.
+async function call(method, path, body, headers) {
   const ctl = new AbortController();
   const timer = setTimeout(() => ctl.abort(), TIMEOUT_MS);
   const init = { method, headers: Object.assign({}, headers || {}), signal: ctl.signal, credentials: "same-origin" };
+  const key = storedKey();
+  if (key) init.headers["Authorization"] = "Bearer " + key;
   if (body !== undefined) {
     if (typeof body === "string") init.body = body;
     else {
@@ -713,7 +779,11 @@ $("entity-form").addEventListener("submit", (e) => {
   const name = $("entity-input").value.trim();
   if (name) location.hash = entityHash(name);
 });
+$("key-button").addEventListener("click", async () => {
+  if (await askForKey("The API key this tab sends (empty: none).")) { loadBadge(); onRoute(); }
+});
 window.addEventListener("hashchange", onRoute);
+showKeyButton();
 setQuery("dsl");
 loadBadge();
 onRoute();
