@@ -50,9 +50,24 @@ pub async fn run(
     } else {
         None
     };
+    // HTTPS when configured: the certificate is read now (a bad one stops
+    // the start) and again on each SIGHUP.
+    let tls = match &cfg.http.tls {
+        Some(tls) => {
+            let config = http::tls::server_config(tls).map_err(std::io::Error::other)?;
+            let current = Arc::new(arc_swap::ArcSwap::new(config));
+            http::tls::reload_on_sighup(tls.clone(), current.clone());
+            Some(current)
+        }
+        None => {
+            http::tls::ignore_sighup();
+            None
+        }
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     state.ready.store(true, Ordering::Release);
-    tracing::info!(%addr, startup_ms = state.startup_seconds * 1e3, "listening on http://{addr}");
-    crate::systemd::ready(&format!("serving on http://{addr}"));
+    tracing::info!(%addr, startup_ms = state.startup_seconds * 1e3, "listening on {scheme}://{addr}");
+    crate::systemd::ready(&format!("serving on {scheme}://{addr}"));
     if let Some(every) = crate::systemd::watchdog_interval() {
         tokio::spawn(crate::systemd::watchdog(every));
     }
@@ -64,9 +79,14 @@ pub async fn run(
         }
         crate::systemd::stopping();
     };
-    let served = http::serve(listener, app, shutdown);
     // Whichever ends first (a signal, or MQTT failing), stop the other.
-    let result = served.await;
+    let result = match tls {
+        Some(current) => {
+            let listener = http::tls::TlsListener::new(listener, current)?;
+            http::serve(listener, app, shutdown).await
+        }
+        None => http::serve(listener, app, shutdown).await,
+    };
     let _ = stop_tx.send(true);
     if let Some(m) = mqtt {
         match m.await {

@@ -1,6 +1,7 @@
 //! `kgbox serve` on an address other than loopback refuses to start with no
-//! API key, unless `http.allow_anonymous = true` says so; on loopback it
-//! serves anonymous reads as before.
+//! API key (unless `http.allow_anonymous = true`) or with no TLS (unless
+//! `http.allow_plaintext = true`); on loopback it serves anonymous reads as
+//! before.
 #![allow(clippy::unwrap_used)]
 
 use std::process::Stdio;
@@ -41,16 +42,30 @@ fn an_open_address_needs_keys_or_an_explicit_yes() {
     assert!(err.contains("http.allow_anonymous"), "{err}");
     assert!(err.contains("kgbox keys add"), "{err}");
 
-    // With a key it serves (and reads need the key).
+    // With a key but no TLS: refused too, naming the TLS settings.
     let o = device.kgbox(&["keys", "add", "--name", "a", "--scope", "read", "--quiet"]);
     assert!(o.status.success(), "{}", stderr(&o));
+    let err = serve_briefly(&device, &listen, Duration::from_secs(20))
+        .expect("serve on 0.0.0.0 without TLS must refuse to start");
+    assert!(
+        err.contains("http.tls.cert_file") && err.contains("http.allow_plaintext"),
+        "{err}"
+    );
+
+    // Keys, and TLS terminated by a proxy in front: it serves.
+    let proxied = Device::new(&[], "[http]\nallow_plaintext = true");
+    let o = proxied.kgbox(&["keys", "add", "--name", "a", "--scope", "read", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
-        serve_briefly(&device, &listen, Duration::from_secs(3)),
+        serve_briefly(&proxied, &listen, Duration::from_secs(3)),
         None
     );
 
-    // Told so, it serves without keys.
-    let open = Device::new(&[], "[http]\nallow_anonymous = true");
+    // Told both, it serves without keys in plain HTTP.
+    let open = Device::new(
+        &[],
+        "[http]\nallow_anonymous = true\nallow_plaintext = true",
+    );
     assert_eq!(serve_briefly(&open, &listen, Duration::from_secs(3)), None);
 
     // Loopback: anonymous reads, as before.

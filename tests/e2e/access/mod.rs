@@ -3,3 +3,4 @@
 
 mod exposure;
 mod keys;
+mod tls;

@@ -10,8 +10,8 @@ use kgbox::Config;
 /// `kgbox healthcheck`.
 #[derive(Debug, clap::Args)]
 pub struct HealthcheckArgs {
-    /// The server's base URL; default: http:// and the config's http.listen
-    /// (a wildcard address is asked on loopback).
+    /// The server's base URL; default: http:// (https:// with http.tls) and
+    /// the config's http.listen (a wildcard address is asked on loopback).
     #[arg(long)]
     pub url: Option<String>,
     /// Give up after this many milliseconds.
@@ -22,11 +22,20 @@ pub struct HealthcheckArgs {
 pub fn run(cfg: &Config, args: &HealthcheckArgs) -> Result<()> {
     let base = match &args.url {
         Some(u) => u.trim_end_matches('/').to_string(),
+        None if cfg.http.tls.is_some() => format!("https://{}", loopback(&cfg.http.listen)),
         None => format!("http://{}", loopback(&cfg.http.listen)),
     };
     let url = format!("{base}/readyz");
     // Not through a proxy from the environment: the server is this machine's.
+    // Its certificate names the device, not the loopback address asked here,
+    // and the answer is only "ready" or not: not verified (a server that
+    // wants client certificates refuses this probe; give it --url through a
+    // path that does not).
+    let tls = ureq::tls::TlsConfig::builder()
+        .disable_verification(args.url.is_none())
+        .build();
     let agent = ureq::Agent::config_builder()
+        .tls_config(tls)
         .timeout_global(Some(Duration::from_millis(args.timeout_ms)))
         .http_status_as_error(false)
         .proxy(None)

@@ -11,12 +11,14 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 mod deploy;
+mod http;
 mod logging;
 mod mqtt;
 mod qa;
 mod sparql_store;
 
 pub use deploy::{AdminConfig, HealthConfig};
+pub use http::{HttpConfig, TlsConfig};
 pub use logging::{LogConfig, LogFormat};
 pub use mqtt::{valid_topic_level, MqttConfig, MqttProtocol};
 pub use qa::{LlmConfig, PlannerConfig};
@@ -220,48 +222,6 @@ pub struct LimitsConfig {
     pub zstd_window_log_max: u32,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct HttpConfig {
-    pub listen: String,
-    pub body_limit_bytes: usize,
-    pub request_timeout_ms: u64,
-    pub max_concurrency: usize,
-    /// Origins whose browser pages may call the public API, `/sparql` and
-    /// the OpenAI facade (CORS); empty: none, `["*"]`: any. The admin
-    /// endpoints never answer other origins.
-    pub cors_origins: Vec<String>,
-    /// Whether requests without an API key may read. Unset: only when
-    /// `listen` is a loopback address; on any other address `serve` refuses
-    /// to start without keys unless this is `true`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub allow_anonymous: Option<bool>,
-    /// The request rate of a key that has none of its own (`kgbox keys add
-    /// --rate`), e.g. `"20/s"`; unset: unlimited.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key_rate_limit: Option<crate::keys::Rate>,
-}
-
-impl HttpConfig {
-    /// Whether `listen` is a loopback address (`127.0.0.0/8`, `::1`, `localhost`).
-    pub fn listens_on_loopback(&self) -> bool {
-        let host = match self.listen.rsplit_once(':') {
-            Some((host, _)) => host.trim_start_matches('[').trim_end_matches(']'),
-            None => self.listen.as_str(),
-        };
-        host == "localhost"
-            || host
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback())
-    }
-
-    /// Whether requests without a key may read (see `allow_anonymous`).
-    pub fn anonymous_reads(&self) -> bool {
-        self.allow_anonymous
-            .unwrap_or_else(|| self.listens_on_loopback())
-    }
-}
-
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -291,20 +251,6 @@ impl Default for LimitsConfig {
             max_section_bytes: l.max_section_bytes,
             max_image_bytes: l.max_total_bytes,
             zstd_window_log_max: l.window_log_max,
-        }
-    }
-}
-
-impl Default for HttpConfig {
-    fn default() -> Self {
-        HttpConfig {
-            listen: "127.0.0.1:8080".into(),
-            body_limit_bytes: 1 << 20,
-            request_timeout_ms: 10_000,
-            max_concurrency: 256,
-            cors_origins: Vec::new(),
-            allow_anonymous: None,
-            key_rate_limit: None,
         }
     }
 }
@@ -364,17 +310,10 @@ impl Config {
                 "limits.zstd_window_log_max must be between 10 and 31".into(),
             ));
         }
-        for origin in &self.http.cors_origins {
-            check_cors_origin(origin, self.http.cors_origins.len())?;
-        }
+        self.http.check()?;
         if self.query.max_sparql_rows == 0 {
             return Err(Error::Config(
                 "query.max_sparql_rows must be at least 1".into(),
-            ));
-        }
-        if self.http.max_concurrency == 0 {
-            return Err(Error::Config(
-                "http.max_concurrency must be at least 1".into(),
             ));
         }
         let e = &self.executor;
@@ -608,31 +547,4 @@ pub fn parse_key_ref(k: &str) -> Result<PublicKey> {
         PublicKey::read(Path::new(k))
     };
     parsed.map_err(|e| Error::Config(format!("trusted key {k:?}: {e}")))
-}
-
-/// An `http.cors_origins` entry: `*` alone, or a browser origin
-/// (`scheme://host[:port]`, no path), as the `Origin` header carries it.
-fn check_cors_origin(origin: &str, count: usize) -> Result<()> {
-    let bad = |why: &str| {
-        Err(Error::Config(format!(
-            "http.cors_origins: {origin:?} {why}"
-        )))
-    };
-    if origin == "*" {
-        return if count == 1 {
-            Ok(())
-        } else {
-            bad("must be the only entry (any origin)")
-        };
-    }
-    let Some((scheme, rest)) = origin.split_once("://") else {
-        return bad("is not an origin such as \"https://app.example.org\"");
-    };
-    if !matches!(scheme, "http" | "https") {
-        return bad("has a scheme other than http or https");
-    }
-    if rest.is_empty() || rest.contains(['/', '?', '#', ' ']) || !origin.is_ascii() {
-        return bad("is not scheme://host[:port] (no path, no trailing slash)");
-    }
-    Ok(())
 }

@@ -92,19 +92,31 @@ impl Auth {
     }
 }
 
-/// Why `serve` must not start as configured, if it must not: on an address
-/// other than loopback, reads need keys unless `http.allow_anonymous = true`
-/// says otherwise, and a key must exist.
+/// Why `serve` must not start as configured, if it must not. On an address
+/// other than loopback: reads need keys and one must exist, unless
+/// `http.allow_anonymous = true`; and the traffic needs TLS (`[http.tls]`),
+/// unless `http.allow_plaintext = true` (a proxy terminates it).
 pub fn exposure_error(http: &HttpConfig, ring: &Keyring) -> Option<String> {
-    if http.listens_on_loopback() || http.allow_anonymous == Some(true) || ring.any_active() {
+    if http.listens_on_loopback() {
         return None;
     }
-    Some(format!(
-        "http.listen = {:?} is not a loopback address and no API key exists, so anyone who can reach the port could read the graph: \
-         add a key (`kgbox keys add --name NAME --scope read`) and give it to the clients, \
-         or set http.allow_anonymous = true to serve without keys",
-        http.listen
-    ))
+    if http.allow_anonymous != Some(true) && !ring.any_active() {
+        return Some(format!(
+            "http.listen = {:?} is not a loopback address and no API key exists, so anyone who can reach the port could read the graph: \
+             add a key (`kgbox keys add --name NAME --scope read`) and give it to the clients, \
+             or set http.allow_anonymous = true to serve without keys",
+            http.listen
+        ));
+    }
+    if http.tls.is_none() && !http.allow_plaintext {
+        return Some(format!(
+            "http.listen = {:?} is not a loopback address and there is no TLS, so keys and answers would cross the network in clear: \
+             set http.tls.cert_file and http.tls.key_file, \
+             or http.allow_plaintext = true when a proxy in front terminates TLS",
+            http.listen
+        ));
+    }
+    None
 }
 
 fn limiter(rate: Rate) -> Arc<DefaultDirectRateLimiter> {

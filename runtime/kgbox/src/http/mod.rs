@@ -31,6 +31,7 @@ pub mod query;
 mod schema;
 mod sparql;
 mod sparql_eval;
+pub mod tls;
 
 pub use errors::{diagnostic_error, ApiJson};
 
@@ -355,12 +356,17 @@ async fn entity(
     Ok(Json(entity::describe(&kg, &name, &page)?))
 }
 
-/// Serves `app` until `shutdown` resolves.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
+/// Serves `app` on `listener` (TCP, or [`tls::TlsListener`]) until
+/// `shutdown` resolves.
+pub async fn serve<L>(
+    listener: L,
     app: Router,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+) -> std::io::Result<()>
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
