@@ -24,7 +24,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use governor::clock::{Clock, DefaultClock};
+use governor::clock::Clock;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use subtle::ConstantTimeEq;
 
@@ -86,7 +86,7 @@ impl Auth {
             entry.1.clone()
         };
         limiter.check().map_err(|not_until| {
-            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            let wait = not_until.wait_time_from(limiter.clock().now());
             wait.as_secs() + u64::from(wait.subsec_nanos() > 0)
         })
     }
