@@ -44,8 +44,10 @@ fn device() -> &'static Device {
         let served = Served::load(bundle, &cfg).expect("the demo serves");
         let max_mqtt_request = cfg.mqtt.max_request_bytes;
         let cfg = Arc::new(cfg);
+        let deployer = Arc::new(Deployer::new(cfg.clone(), served, Health::Good));
         let state = Arc::new(AppState {
-            deployer: Arc::new(Deployer::new(cfg.clone(), served, Health::Good)),
+            bundles: kgbox::bundles::Bundles::new(deployer.clone(), Default::default()),
+            deployer,
             metrics: Metrics::new(),
             ready: AtomicBool::new(true),
             started: Instant::now(),

@@ -9,6 +9,7 @@
 //! write image, flip) → [`loaded`] (the mapped bundle) → [`store`] (slots,
 //! LMDB state) → [`config`].
 
+pub mod bundles;
 pub mod config;
 pub mod config_print;
 pub mod demo;

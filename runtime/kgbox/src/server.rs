@@ -20,12 +20,15 @@ pub async fn run(
     cfg: Arc<Config>,
     admin_token: Option<String>,
     auth: http::auth::Auth,
+    beside: std::collections::BTreeMap<String, Arc<Deployer>>,
     started: Instant,
 ) -> std::io::Result<()> {
     let addr = listener.local_addr()?;
     let mqtt_stats = Arc::new(crate::mqtt::MqttStats::default());
+    let bundles = crate::bundles::Bundles::new(deployer.clone(), beside);
     let state = Arc::new(AppState {
         deployer: deployer.clone(),
+        bundles,
         // The MQTT front end's counters (zero when it is off).
         metrics: Metrics::new().with_source(mqtt_stats.clone()),
         ready: AtomicBool::new(false),

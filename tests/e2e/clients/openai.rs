@@ -50,10 +50,20 @@ fn facade_replies_and_errors_in_openais_shape() {
     assert_eq!(models["data"][0]["object"], "model");
     assert_eq!(models["data"][0]["owned_by"], "kgbox");
 
-    // Any model name is answered by the served bundle, and said so.
+    // A model no bundle has: 404 in OpenAI's shape, not another bundle's answer.
     let (status, v) = server.post_json(
         chat,
-        &json!({"model": "gpt-4o", "temperature": 0.2, "n": 1, "user": "u",
+        &json!({"model": "gpt-4o",
+                "messages": [{"role": "user", "content": "who directed [Blade Runner]"}]}),
+    );
+    assert_eq!(status, 404, "{v}");
+    assert_eq!(v["error"]["code"], "model_not_found", "{v}");
+    assert!(v.get("choices").is_none(), "{v}");
+
+    // The bundle's name answers, and says so.
+    let (status, v) = server.post_json(
+        chat,
+        &json!({"model": "demo-movies", "temperature": 0.2, "n": 1, "user": "u",
                 "messages": [{"role": "user", "content": "who directed [Blade Runner]"}]}),
     );
     assert_eq!(status, 200, "{v}");
@@ -75,7 +85,7 @@ fn facade_replies_and_errors_in_openais_shape() {
     // No user message: OpenAI's error shape, 400.
     let (status, v) = server.post_json(
         chat,
-        &json!({"model": "m", "messages": [{"role": "system", "content": "hi"}]}),
+        &json!({"model": "demo-movies", "messages": [{"role": "system", "content": "hi"}]}),
     );
     assert_eq!(status, 400, "{v}");
     assert_eq!(v["error"]["type"], "invalid_request_error");
@@ -87,7 +97,7 @@ fn facade_replies_and_errors_in_openais_shape() {
     );
 
     // A body that is not a chat request: 400 too.
-    let (status, v) = server.post_json(chat, &json!({"model": "m"}));
+    let (status, v) = server.post_json(chat, &json!({"model": "demo-movies"}));
     assert_eq!(status, 400, "{v}");
     assert_eq!(v["error"]["type"], "invalid_request_error");
     assert_eq!(v["error"]["code"], "bad_json");

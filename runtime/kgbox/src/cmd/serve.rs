@@ -5,6 +5,7 @@
 //! on its own thread after the settle period), and `server::run` serves it
 //! over HTTP (and MQTT) on a tokio runtime.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -62,14 +63,8 @@ pub fn run(mut cfg: Config, args: ServeArgs, started: Instant) -> Result<()> {
     let admin_token = cfg.admin.token()?;
     let cfg = Arc::new(cfg);
     let deployer = Arc::new(Deployer::new(cfg.clone(), served, health));
-    if health == Health::Trial {
-        let d = deployer.clone();
-        std::thread::spawn(move || {
-            if let Err(e) = d.finish_settling() {
-                tracing::error!(error = %e, "cannot mark the bundle good");
-            }
-        });
-    }
+    settle(&deployer, health);
+    let beside = beside(&cfg)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -78,7 +73,43 @@ pub fn run(mut cfg: Config, args: ServeArgs, started: Instant) -> Result<()> {
         let listener = tokio::net::TcpListener::bind(&cfg.http.listen)
             .await
             .with_context(|| format!("cannot listen on {}", cfg.http.listen))?;
-        kgbox::server::run(listener, deployer, cfg, admin_token, auth, started).await?;
+        kgbox::server::run(listener, deployer, cfg, admin_token, auth, beside, started).await?;
         Ok(())
     })
+}
+
+/// Marks a bundle in its trial good once it has settled, on its own thread.
+fn settle(deployer: &Arc<Deployer>, health: Health) {
+    if health == Health::Trial {
+        let d = deployer.clone();
+        std::thread::spawn(move || {
+            if let Err(e) = d.finish_settling() {
+                tracing::error!(error = %e, "cannot mark the bundle good");
+            }
+        });
+    }
+}
+
+/// The bundles installed beside the default one (`kgbox install
+/// --beside`), each loaded from its own slots as the default is; one that
+/// has nothing to serve is logged and left out.
+fn beside(cfg: &Arc<Config>) -> Result<BTreeMap<String, Arc<Deployer>>> {
+    let mut out = BTreeMap::new();
+    for name in kgbox::bundles::installed_beside(&cfg.data_dir) {
+        let own = Arc::new(kgbox::bundles::config_for(cfg, &name));
+        match deploy::startup(&own)
+            .with_context(|| format!("the bundle {name} beside the default"))?
+        {
+            Some((served, health)) => {
+                tracing::info!(bundle = %name, "serving beside the default at /b/{name}/");
+                let d = Arc::new(Deployer::new(own, served, health));
+                settle(&d, health);
+                out.insert(name, d);
+            }
+            None => {
+                tracing::warn!(bundle = %name, "installed beside the default, but nothing in its slots can be served")
+            }
+        }
+    }
+    Ok(out)
 }

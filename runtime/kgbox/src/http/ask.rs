@@ -10,7 +10,8 @@ use kgbox_qa::AskResult;
 use kgbox_query::Executor;
 
 use super::errors::ApiJson;
-use super::{ApiError, AppState};
+use super::{ApiError, AppState, Chosen};
+use crate::served::Served;
 use crate::service::ask::{answer, result_json, AskRequest};
 
 /// Answers a question: link, plan, execute, rerank, arbitrate.
@@ -32,20 +33,21 @@ use crate::service::ask::{answer, result_json, AskRequest};
 )]
 pub async fn ask(
     State(state): State<Arc<AppState>>,
+    Chosen(served): Chosen,
     ApiJson(req): ApiJson<AskRequest>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let (result, executor) = run(&state, req).await?;
+    let (result, executor) = run(&state, served, req).await?;
     Ok(Json(result_json(&result, executor)?))
 }
 
-/// Answers `req` with the served bundle on a blocking thread (a question
+/// Answers `req` with `served` on a blocking thread (a question
 /// can take seconds of LLM time): `/v1/ask` and the OpenAI-compatible
 /// facade.
 pub(super) async fn run(
     state: &Arc<AppState>,
+    served: Arc<Served>,
     req: AskRequest,
 ) -> Result<(AskResult, Executor), ApiError> {
-    let served = state.served();
     let config = state.config.clone();
     let deadline = Some(Instant::now() + state.request_timeout);
     tokio::task::spawn_blocking(move || answer(&served, &config, req, deadline))

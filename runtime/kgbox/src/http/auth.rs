@@ -29,7 +29,7 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use subtle::ConstantTimeEq;
 
 use super::access_log::{InProcess, KeyId};
-use super::{ApiError, AppState};
+use super::{ApiError, AppState, Selected};
 use crate::config::HttpConfig;
 use crate::keys::{KeyRecord, Keyring, Rate, Refusal, Token};
 
@@ -276,7 +276,12 @@ pub async fn require_read(
         Caller::AdminToken => return with_key(next.run(req).await, "admin-token"),
         Caller::Key(key) => key,
     };
-    let bundle = state.served().bundle.manifest().name.clone();
+    // The bundle `/b/NAME/` chose, else the default; a handler that picks
+    // another (the OpenAI facade's `model`) checks [`ReadKey`] again.
+    let bundle = match req.extensions().get::<Selected>() {
+        Some(s) => s.0.served().bundle.manifest().name.clone(),
+        None => state.served().bundle.manifest().name.clone(),
+    };
     if !key.reads(&bundle) {
         return refuse(
             StatusCode::FORBIDDEN,
@@ -301,7 +306,29 @@ pub async fn require_read(
     }
     metrics::counter!("kgbox_key_requests_total", "key" => key.id.clone(), "outcome" => "ok")
         .increment(1);
-    with_key(next.run(req).await, &key.id)
+    let id = key.id.clone();
+    let mut req = req;
+    req.extensions_mut().insert(ReadKey(key));
+    with_key(next.run(req).await, &id)
+}
+
+/// The key a read was admitted with (absent: anonymous or the admin token,
+/// which read everything), for a handler that chooses the bundle itself.
+#[derive(Clone)]
+pub struct ReadKey(pub KeyRecord);
+
+impl ReadKey {
+    /// `Err(403 forbidden)` unless this key may read `bundle`.
+    pub fn check(key: Option<&ReadKey>, bundle: &str) -> Result<(), ApiError> {
+        match key {
+            Some(ReadKey(k)) if !k.reads(bundle) => Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                format!("key {} may not read this bundle", k.id),
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 fn with_key(mut resp: Response, id: &str) -> Response {

@@ -57,12 +57,36 @@ pub struct AppState {
     pub admin_token: Option<String>,
     /// API keys and who may read without one ([`auth`]).
     pub auth: auth::Auth,
+    /// Every bundle served: the default (`deployer`) and those beside it.
+    pub bundles: crate::bundles::Bundles,
 }
 
 impl AppState {
-    /// The bundle to answer this request with (see [`crate::deploy::Deployer::served`]).
+    /// The default bundle (see [`crate::deploy::Deployer::served`]).
     pub fn served(&self) -> Arc<Served> {
         self.deployer.served()
+    }
+}
+
+/// The bundle `/b/NAME/...` chose for a request (a request extension).
+#[derive(Clone)]
+pub struct Selected(pub Arc<crate::deploy::Deployer>);
+
+/// The bundle a request is answered from: the one `/b/NAME/` chose, else
+/// the default; as it is served now (a hot swap changes the next request's).
+pub struct Chosen(pub Arc<Served>);
+
+impl axum::extract::FromRequestParts<Arc<AppState>> for Chosen {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &Arc<AppState>,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(Chosen(match parts.extensions.get::<Selected>() {
+            Some(s) => s.0.served(),
+            None => state.served(),
+        }))
     }
 }
 
@@ -159,22 +183,16 @@ pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
         .route("/v2/health/live", get(live_v2))
         .route("/openapi.json", get(openapi::openapi_json))
         .route("/v2/health/ready", get(v2_ready));
-    let read = Router::new()
-        .route("/metrics", get(metrics))
-        .route("/v1/status", get(admin::status))
-        .route("/v1/bundle", get(bundle))
-        .route("/v1/entities/{*name}", get(entity))
-        .route("/v1/query", post(query::query))
-        .route("/v1/retrieve", post(query::retrieve_subgraph))
-        .route("/v1/link", post(query::link))
-        .route("/v1/ask", post(ask::ask))
-        .route("/sparql", get(sparql::get).post(sparql::post))
-        .route("/v1/chat/completions", post(openai::chat_completions))
-        .route("/v1/models", get(openai::models))
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            auth::require_read,
-        ));
+    let read = read_routes(&state);
+    // `/b/NAME/...`: the same read routes, answered from the bundle NAME.
+    let chosen = read_routes(&state).with_state(state.clone());
+    let beside = move |State(state): State<Arc<AppState>>,
+                       Path((name, rest)): Path<(String, String)>,
+                       req: Request| {
+        let chosen = chosen.clone();
+        async move { choose(&state, &name, &rest, req, chosen).await }
+    };
+    let read = read.route("/b/{bundle}/{*rest}", axum::routing::any(beside));
     let public = open
         .merge(read)
         .layer(TimeoutLayer::with_status_code(
@@ -223,6 +241,69 @@ pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
             access_log::access_log,
         ))
         .with_state(state)
+}
+
+/// The routes that read a bundle, behind API keys ([`auth`]).
+fn read_routes(state: &Arc<AppState>) -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/v1/status", get(admin::status))
+        .route("/v1/bundle", get(bundle))
+        .route("/v1/entities/{*name}", get(entity))
+        .route("/v1/query", post(query::query))
+        .route("/v1/retrieve", post(query::retrieve_subgraph))
+        .route("/v1/link", post(query::link))
+        .route("/v1/ask", post(ask::ask))
+        .route("/sparql", get(sparql::get).post(sparql::post))
+        .route("/v1/chat/completions", post(openai::chat_completions))
+        .route("/v1/models", get(openai::models))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_read,
+        ))
+}
+
+/// Answers `req` to `/b/NAME/REST` as `/REST` on the bundle NAME, or 404
+/// `bundle_not_found`.
+async fn choose(
+    state: &AppState,
+    name: &str,
+    rest: &str,
+    req: Request,
+    chosen: Router,
+) -> Response {
+    use tower::ServiceExt;
+    let Some(deployer) = state.bundles.get(name) else {
+        return ApiError::new(
+            StatusCode::NOT_FOUND,
+            "bundle_not_found",
+            format!("no bundle named {name:?} is served here (GET /v1/models lists them)"),
+        )
+        .into_response();
+    };
+    let path_and_query = match req.uri().query() {
+        Some(q) => format!("/{rest}?{q}"),
+        None => format!("/{rest}"),
+    };
+    let Ok(uri) = path_and_query.parse::<axum::http::Uri>() else {
+        return ApiError::new(StatusCode::BAD_REQUEST, "bad_request", "a bad path").into_response();
+    };
+    // A new request for the inner routes: the outer route's path captures
+    // (request extensions) must not reach their handlers.
+    let (parts, body) = req.into_parts();
+    let mut inner = Request::new(body);
+    *inner.method_mut() = parts.method;
+    *inner.uri_mut() = uri;
+    *inner.version_mut() = parts.version;
+    *inner.headers_mut() = parts.headers;
+    if let Some(id) = parts.extensions.get::<crate::request_id::RequestId>() {
+        inner.extensions_mut().insert(id.clone());
+    }
+    inner.extensions_mut().insert(Selected(deployer.clone()));
+    match chosen.oneshot(inner).await {
+        Ok(resp) => resp,
+        Err(never) => match never {},
+    }
 }
 
 async fn record_metrics(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
@@ -304,8 +385,7 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
 /// The served bundle: manifest, source slot, signing key and sections.
 #[utoipa::path(get, path = "/v1/bundle", tag = "graph",
     responses((status = 200, description = "The bundle", body = Object)))]
-async fn bundle(State(state): State<Arc<AppState>>) -> Json<serde_json::Value> {
-    let served = state.served();
+async fn bundle(Chosen(served): Chosen) -> Json<serde_json::Value> {
     let b = &served.bundle;
     let sections: Vec<_> = b
         .view()
@@ -339,13 +419,12 @@ async fn bundle(State(state): State<Arc<AppState>>) -> Json<serde_json::Value> {
         (status = 500, description = "The bundle is damaged", body = schema::ErrorBody),
     ))]
 async fn entity(
-    State(state): State<Arc<AppState>>,
+    Chosen(served): Chosen,
     Path(name): Path<String>,
     page: Result<Query<Page>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<entity::EntityView>, ApiError> {
     let Query(page) =
         page.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_request", e.body_text()))?;
-    let served = state.served();
     let kg = served.bundle.kg().map_err(|e| {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,

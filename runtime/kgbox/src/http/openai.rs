@@ -7,9 +7,10 @@
 //! - The last `user` message is the question; the other messages and the
 //!   sampling fields (`temperature`, `max_tokens`, `n`, `stop`, tools, ...)
 //!   are accepted and ignored. One choice is returned.
-//! - Any `model` is accepted: the served bundle answers, and the reply's
-//!   `model` is its name (the first model `/v1/models` lists; the others
-//!   are the other installed bundles, which do not answer).
+//! - `model` names the bundle that answers (none: the default); a name no
+//!   served bundle has is 404 `model_not_found`, never another bundle's
+//!   answer. `/v1/models` lists the bundles served, then the default's
+//!   rollback target (which does not answer).
 //! - The reply text is short ("Ridley Scott."); the provenance is the
 //!   `/v1/ask` reply, in the extra top-level field `kgbox`. Answers that
 //!   are not `high` confidence (a repaired query's guess, a weak match)
@@ -34,8 +35,9 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::auth::ReadKey;
 use super::errors::bad_body;
-use super::{ApiError, AppState};
+use super::{ApiError, AppState, Chosen};
 use crate::service::ask::{result_json, AskRequest};
 
 /// Answers named in the reply text at most; the rest are counted.
@@ -44,10 +46,13 @@ const NAMED_ANSWERS: usize = 5;
 const NO_ENTITY_TEXT: &str = "I could not find anything from the knowledge graph in your \
 question. Name the entity it is about, e.g. in [brackets].";
 
-/// The body of `POST /v1/chat/completions`. Fields not named here
-/// (`model` among them: the served bundle answers) are accepted and ignored.
+/// The body of `POST /v1/chat/completions`. `model` names the bundle that
+/// answers (none: the default one). Fields not named here are accepted and
+/// ignored.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct ChatRequest {
+    #[serde(default)]
+    pub model: Option<String>,
     pub messages: Vec<Message>,
     #[serde(default)]
     pub stream: Option<bool>,
@@ -372,16 +377,36 @@ impl Completion {
     ))]
 pub async fn chat_completions(
     State(state): State<Arc<AppState>>,
+    Chosen(chosen): Chosen,
+    key: Option<axum::Extension<ReadKey>>,
     ChatBody(req): ChatBody,
 ) -> Result<Response, OpenAiError> {
+    // The bundle the model names; a name no bundle has is an error, never
+    // another bundle's answer. Under /b/NAME/, the model must be NAME.
+    let served = match req.model.as_deref().filter(|m| !m.is_empty()) {
+        None => chosen,
+        Some(m) if chosen.bundle.manifest().name == m => chosen,
+        Some(m) => match state.bundles.get(m) {
+            Some(d) if std::ptr::eq(chosen.as_ref(), state.served().as_ref()) => d.served(),
+            _ => {
+                return Err(ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "model_not_found",
+                    format!("the model {m:?} does not exist: the models are the bundles GET /v1/models lists"),
+                )
+                .into())
+            }
+        },
+    };
+    let model = served.bundle.manifest().name.clone();
+    ReadKey::check(key.as_deref(), &model)?;
     let question = question_of(&req.messages)?;
     let prompt_words = req.messages.iter().map(|m| words(&m.text())).sum();
-    let model = state.served().bundle.manifest().name.clone();
     let asked = AskRequest {
         question: question.clone(),
         ..Default::default()
     };
-    let (content, mut kgbox) = match super::ask::run(&state, asked).await {
+    let (content, mut kgbox) = match super::ask::run(&state, served, asked).await {
         Ok((result, executor)) => {
             let names: Vec<&str> = result.answers.iter().map(|a| a.name.as_str()).collect();
             let text = with_caveat(phrase(&names), !names.is_empty(), result.caveat.as_deref());
@@ -426,25 +451,37 @@ pub async fn chat_completions(
         .into_response())
 }
 
-/// `GET /v1/models`: one model per installed bundle, the served one first
-/// (it answers whatever `model` a request names).
+/// `GET /v1/models`: one model per bundle served (the default first, then
+/// those beside it by name; each is a `model` a chat request may name),
+/// then the default's other installed slot, not served. A key sees the
+/// bundles it may read.
 #[utoipa::path(get, path = "/v1/models", tag = "answers",
-    responses((status = 200, description = "`{object: list, data: [model]}`: the served bundle, then the other installed one", body = Object)))]
-pub async fn models(State(state): State<Arc<AppState>>) -> Json<Value> {
+    responses((status = 200, description = "`{object: list, data: [model]}`: the bundles served, then the default's other installed one", body = Object)))]
+pub async fn models(
+    State(state): State<Arc<AppState>>,
+    key: Option<axum::Extension<ReadKey>>,
+) -> Json<Value> {
+    let may_read = |name: &str| ReadKey::check(key.as_deref(), name).is_ok();
+    let mut data = Vec::new();
+    for deployer in state.bundles.all() {
+        let served = deployer.served();
+        let m = served.bundle.manifest();
+        if !may_read(&m.name) {
+            continue;
+        }
+        data.push(json!({
+            "id": m.name,
+            "object": "model",
+            "created": m.created_unix,
+            "owned_by": "kgbox",
+            "kgbox": {"version": m.version.to_string(), "source": served.bundle.source.label(), "serving": true},
+        }));
+    }
     let served = state.served();
-    let m = served.bundle.manifest();
-    let mut data = vec![json!({
-        "id": m.name,
-        "object": "model",
-        "created": m.created_unix,
-        "owned_by": "kgbox",
-        "kgbox": {"version": m.version.to_string(), "source": served.bundle.source.label(), "serving": true},
-    })];
-    let installed = state.deployer.installed();
     let served_source = served.bundle.source.label();
-    for rec in installed {
+    for rec in state.deployer.installed() {
         let source = format!("slot-{}", rec.slot);
-        if source == served_source || rec.name.is_empty() {
+        if source == served_source || rec.name.is_empty() || !may_read(&rec.name) {
             continue;
         }
         data.push(json!({

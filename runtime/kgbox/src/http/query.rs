@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::errors::ApiJson;
-use super::{ApiError, AppState};
+use super::{ApiError, AppState, Chosen};
 use crate::served::Served;
 use crate::service::query::{answer, ms, resolve_names, QueryRequest, QueryResponse, QueryTarget};
 
@@ -35,9 +35,9 @@ pub(super) fn kg_of(served: &Served) -> Result<Kg<'_>, ApiError> {
         super::schema::QueryErrors, super::schema::StoreErrors))]
 pub async fn query(
     State(state): State<Arc<AppState>>,
+    Chosen(served): Chosen,
     ApiJson(req): ApiJson<QueryRequest>,
 ) -> Result<Json<QueryResponse>, ApiError> {
-    let served = state.served();
     let executor = req.executor.unwrap_or(served.executors.config.mode);
     let deadline = Some(Instant::now() + state.request_timeout);
     let run = move |state: &AppState| {
@@ -80,7 +80,7 @@ pub const MAX_LINK_TEXT: usize = 8 * 1024;
     responses((status = 200, description = "The mentions and their candidates", body = Object),
         super::schema::QueryErrors))]
 pub async fn link(
-    State(state): State<Arc<AppState>>,
+    Chosen(served): Chosen,
     ApiJson(req): ApiJson<LinkRequest>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     if req.text.len() > MAX_LINK_TEXT {
@@ -107,7 +107,6 @@ pub async fn link(
     if let Some(d) = req.dense {
         opts.dense = d;
     }
-    let served = state.served();
     let kg = kg_of(&served)?;
     let t = Instant::now();
     let mentions = crate::dense::link_text(
@@ -152,7 +151,7 @@ pub const MAX_RETRIEVE_TRIPLES: usize = 10_000;
     responses((status = 200, description = "The triples", body = Object),
         super::schema::QueryErrors))]
 pub async fn retrieve_subgraph(
-    State(state): State<Arc<AppState>>,
+    Chosen(served): Chosen,
     ApiJson(req): ApiJson<RetrieveRequest>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     if req.entities.is_empty() || req.entities.len() > 100 {
@@ -176,7 +175,6 @@ pub async fn retrieve_subgraph(
             format!("max_triples must be between 1 and {MAX_RETRIEVE_TRIPLES}"),
         ));
     }
-    let served = state.served();
     let kg = kg_of(&served)?;
     let seeds = resolve_names(&kg, &req.entities)?;
     let t = Instant::now();

@@ -32,7 +32,8 @@ use sparesults::{QueryResultsFormat, QueryResultsSerializer};
 
 use super::query::kg_of;
 use super::sparql_eval;
-use super::{ApiError, AppState};
+use super::{ApiError, AppState, Chosen};
+use crate::served::Served;
 use crate::service::executors::{Executors, Overrides, Paths};
 
 /// The protocol's parameters, from the URL or a form body.
@@ -96,13 +97,14 @@ impl Params {
         super::schema::SparqlErrors))]
 pub async fn get(
     State(state): State<Arc<AppState>>,
+    Chosen(served): Chosen,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
 ) -> Response {
     let answer = (|| {
         let mut params = Params::default();
         params.read(raw.unwrap_or_default().as_bytes())?;
-        respond(&state, params, &headers)
+        respond(&state, &served, params, &headers)
     })();
     varies_by_accept(answer)
 }
@@ -132,15 +134,17 @@ fn varies_by_accept(answer: Result<Response, ApiError>) -> Response {
         super::schema::SparqlErrors))]
 pub async fn post(
     State(state): State<Arc<AppState>>,
+    Chosen(served): Chosen,
     RawQuery(raw): RawQuery,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    varies_by_accept(post_answer(&state, raw, &headers, &body))
+    varies_by_accept(post_answer(&state, &served, raw, &headers, &body))
 }
 
 fn post_answer(
     state: &AppState,
+    served: &Served,
     raw: Option<String>,
     headers: &HeaderMap,
     body: &[u8],
@@ -177,7 +181,7 @@ fn post_answer(
             ))
         }
     }
-    respond(state, params, headers)
+    respond(state, served, params, headers)
 }
 
 /// The results format: the `format` parameter, else the acceptable media
@@ -295,7 +299,12 @@ fn set_dataset(query: &mut spargebra::Query, params: &Params) -> Result<(), ApiE
     Ok(())
 }
 
-fn respond(state: &AppState, params: Params, headers: &HeaderMap) -> Result<Response, ApiError> {
+fn respond(
+    state: &AppState,
+    served: &Served,
+    params: Params,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
     let text = params.query.as_deref().ok_or_else(|| {
         bad(
             "bad_request",
@@ -309,8 +318,7 @@ fn respond(state: &AppState, params: Params, headers: &HeaderMap) -> Result<Resp
             format!("the query is longer than {max} bytes (query.max_query_bytes)"),
         ));
     }
-    let served = state.served();
-    let kg = kg_of(&served)?;
+    let kg = kg_of(served)?;
     // A bundle with its RDF statements as given answers from them alone:
     // the translator binds the question-answering graph's names.
     let dataset = !params.default_graphs.is_empty() || !params.named_graphs.is_empty();
