@@ -16,10 +16,11 @@ use crate::deploy::Deployer;
 /// The folder of the bundles beside the default one.
 pub const BESIDE: &str = "bundles";
 
-/// Whether `name` can name a bundle's folder and route: 1 to 64 of
-/// `A-Z a-z 0-9 . _ -`, not starting with a dot.
+/// Whether `name` can name a bundle's folder and route: 1 to 128 of
+/// `A-Z a-z 0-9 . _ -` (as kgbox-pack allows), not starting with a dot
+/// (`..` would leave `bundles/`).
 pub fn check_name(name: &str) -> Result<(), String> {
-    let ok = (1..=64).contains(&name.len())
+    let ok = (1..=128).contains(&name.len())
         && !name.starts_with('.')
         && name
             .bytes()
@@ -28,7 +29,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "the bundle name {name:?} cannot be served beside others: use 1 to 64 letters, digits, '.', '_' or '-' (kgbox-pack build --name)"
+            "the bundle name {name:?} cannot be served beside others: use 1 to 128 letters, digits, '.', '_' or '-', not starting with '.' (kgbox-pack build --name)"
         ))
     }
 }
@@ -89,5 +90,20 @@ impl Bundles {
     /// Every bundle: the default first, then the others by name.
     pub fn all(&self) -> impl Iterator<Item = &Arc<Deployer>> {
         std::iter::once(&self.default).chain(self.beside.values())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_could_leave_the_folder_are_refused() {
+        for ok in ["plant", "office-2", "a.b_c", &"x".repeat(128)] {
+            assert!(check_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", ".", "..", ".hidden", "a/b", "a b", "ü", &"x".repeat(129)] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -42,7 +42,7 @@ enum Command {
     /// Show the slots, their bundles and which is active.
     Status(cmd::status::StatusArgs),
     /// Make the previous slot active again.
-    Rollback,
+    Rollback(cmd::rollback::RollbackArgs),
     /// Run a DSL query, e.g. `"Blade Runner" -> directed_by`.
     Query(cmd::query::QueryArgs),
     /// Run a SPARQL 1.1 query (all of it, as /sparql answers it), e.g.
@@ -108,7 +108,7 @@ fn run(started: Instant) -> Result<()> {
         Command::Verify(args) => cmd::verify::run(&cfg, &args),
         Command::Status(args) => cmd::status::run(&cfg, &args),
         Command::Keys(c) => cmd::keys::run(&cfg, c),
-        Command::Rollback => cmd::rollback::run(&cfg),
+        Command::Rollback(args) => cmd::rollback::run(&cfg, &args),
         Command::Query(args) => cmd::query::run(&cfg, &args),
         Command::Ask(args) => cmd::ask::run(&cfg, &args),
         Command::Sparql(args) => cmd::sparql::run(&cfg, &args),

@@ -19,6 +19,13 @@ fn graph(dir: &std::path::Path, name: &str, who: &str, team: &str) -> std::path:
     path
 }
 
+/// The bundles installed beside the default one.
+fn kgbox_bundle_count(device: &Device) -> usize {
+    std::fs::read_dir(device.data_dir.join("bundles"))
+        .unwrap()
+        .count()
+}
+
 /// Packs `name`'s graph with planner examples, so questions can be asked.
 fn pack_graph(
     dir: &std::path::Path,
@@ -85,6 +92,39 @@ fn bundles_beside_the_default_answer_their_own_graphs() {
         assert!(o.status.success(), "{name}: {}", stderr(&o));
     }
     assert!(device.data_dir.join("bundles/plant").is_dir());
+    let o = device.kgbox(&["status"]);
+    assert!(
+        stdout(&o).contains("beside the default: office, plant"),
+        "{}",
+        stdout(&o)
+    );
+    let o = device.kgbox(&["status", "--beside", "plant", "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v["state"].to_string().contains("\"plant\""), "{v}");
+    let o = device.kgbox(&["status", "--beside", "warehouse"]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("office, plant"),
+        "{}",
+        stderr(&o)
+    );
+    // A bundle named like a path out of bundles/ is refused before installing.
+    let odd = work.path().join("odd.kgb");
+    pack(
+        &graph(work.path(), "odd", "X", "Y"),
+        "..",
+        "1.0.0",
+        &keys,
+        &odd,
+        &[],
+    );
+    let o = device.kgbox(&["install", odd.to_str().unwrap(), "--beside"]);
+    assert!(!o.status.success(), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("not starting with '.'"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(kgbox_bundle_count(&device), 2);
     let server = device.serve();
 
     // Each bundle answers from its own graph, by prefix; the default without one.
@@ -197,4 +237,121 @@ fn a_key_for_one_bundle_reads_no_other() {
         .map(|m| m["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["plant"], "{v}");
+}
+
+/// Three bundles served at once, each hot-swapped (`PUT /b/NAME/v1/bundles`,
+/// then `POST /b/NAME/v1/bundles/rollback`) while clients ask all three
+/// without pause: every answer succeeds and comes from the bundle asked
+/// (the version before or after its swap), never from another.
+#[test]
+fn each_bundle_is_hot_swapped_under_load_while_the_others_answer() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    const TOKEN: &str = "beside-admin-token";
+    // name, team asked about, its leader in 1.0.0, in 2.0.0
+    let bundles = [
+        ("main", "Core", "Ada", "Ann"),
+        ("plant", "Line 7", "Bo", "Ben"),
+        ("office", "Payroll", "Cy", "Cat"),
+    ];
+    let work = tempfile::tempdir().unwrap();
+    let keys = Keys::new(work.path(), "operator", 5);
+    let device = Device::new(&[&keys.public], "");
+    let mut v2 = Vec::new();
+    for (name, team, old, new) in bundles {
+        let bundle = pack_graph(work.path(), &keys, name, old, team);
+        let mut args = vec!["install", bundle.to_str().unwrap()];
+        if name != "main" {
+            args.push("--beside");
+        }
+        assert!(device.kgbox(&args).status.success());
+        let dir = work.path().join("v2");
+        std::fs::create_dir_all(&dir).unwrap();
+        let src = graph(&dir, name, new, team);
+        let out = dir.join(format!("{name}-2.kgb"));
+        pack(
+            &src,
+            name,
+            "2.0.0",
+            &keys,
+            &out,
+            &["--probe", &format!("\"{team}\" -> leads_inv\t{new}")],
+        );
+        v2.push(out);
+    }
+    let server = Arc::new(device.serve_with_env(&[("KGBOX_ADMIN_TOKEN", TOKEN)]));
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = bundles
+        .iter()
+        .map(|&(name, team, old, new)| {
+            let (server, stop) = (server.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let (mut answered, mut bad) = (0usize, Vec::new());
+                while !stop.load(Ordering::Relaxed) {
+                    let r = leader(&server, &format!("/b/{name}"), team, None);
+                    let got = if r.status == 200 {
+                        names(&r)
+                    } else {
+                        Vec::new()
+                    };
+                    if r.status != 200 || !(got == [old] || got == [new]) {
+                        bad.push(format!("{name}: {} {}", r.status, r.body));
+                    }
+                    answered += 1;
+                }
+                (name, answered, bad)
+            })
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for ((name, ..), bundle) in bundles.iter().zip(&v2) {
+        // The wrong bundle for this name is refused, nothing changes.
+        let other = v2
+            .iter()
+            .find(|b| !b.ends_with(format!("{name}-2.kgb")))
+            .unwrap();
+        let (status, v) = server.put_bytes(
+            &format!("/b/{name}/v1/bundles"),
+            Some(TOKEN),
+            &std::fs::read(other).unwrap(),
+        );
+        assert_eq!(status, 422, "{v}");
+        assert_eq!(v["error"]["code"], "bundle_name_mismatch", "{v}");
+        let (status, v) = server.put_bytes(
+            &format!("/b/{name}/v1/bundles"),
+            Some(TOKEN),
+            &std::fs::read(bundle).unwrap(),
+        );
+        assert_eq!(status, 200, "{name}: {v}");
+        assert_eq!(v["serving"]["version"], "2.0.0", "{v}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    // And back, one at a time.
+    for (name, ..) in bundles {
+        let (status, v) = server.post_admin(&format!("/b/{name}/v1/bundles/rollback"), Some(TOKEN));
+        assert_eq!(status, 200, "{name}: {v}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for client in clients {
+        let (name, answered, bad) = client.join().unwrap();
+        assert!(answered > 20, "{name}: only {answered} answers");
+        assert!(
+            bad.is_empty(),
+            "{} failed or crossed answers of {answered}, e.g. {:?}",
+            bad.len(),
+            &bad[..bad.len().min(3)]
+        );
+        eprintln!("{name}: {answered} answers, none failed or crossed");
+    }
+    // Each serves its 1.0.0 again; a status per bundle says so.
+    for (name, team, old, _) in bundles {
+        assert_eq!(
+            names(&leader(&server, &format!("/b/{name}"), team, None)),
+            [old]
+        );
+        let status = server.get_json(&format!("/b/{name}/v1/status"));
+        assert_eq!(status["bundle"]["version"], "1.0.0", "{name}: {status}");
+    }
 }

@@ -12,10 +12,40 @@ pub struct StatusArgs {
     /// Also load the active image and re-hash every section.
     #[arg(long)]
     pub verify: bool,
+    /// The slots of the bundle installed beside the default one
+    /// (`install --beside`), by name; default: the default bundle's.
+    #[arg(long, value_name = "NAME")]
+    pub beside: Option<String>,
+}
+
+/// The configuration of the bundle `name` beside the default, or an error
+/// when none is installed by that name.
+pub fn beside_config(cfg: &Config, name: &str) -> Result<Config> {
+    let installed = kgbox::bundles::installed_beside(&cfg.data_dir);
+    if !installed.iter().any(|n| n == name) {
+        anyhow::bail!(
+            "no bundle named {name:?} is installed beside the default (installed: {})",
+            if installed.is_empty() {
+                "none".to_string()
+            } else {
+                installed.join(", ")
+            }
+        );
+    }
+    Ok(kgbox::bundles::config_for(cfg, name))
 }
 
 pub fn run(cfg: &Config, args: &StatusArgs) -> Result<()> {
+    if let Some(name) = &args.beside {
+        let own = beside_config(cfg, name)?;
+        let args = StatusArgs {
+            beside: None,
+            ..*args
+        };
+        return run(&own, &args);
+    }
     let (json, verify) = (args.json, args.verify);
+    let beside = kgbox::bundles::installed_beside(&cfg.data_dir);
     let Some(store) = Store::open(&cfg.data_dir, false)? else {
         if json {
             println!(
@@ -32,7 +62,7 @@ pub fn run(cfg: &Config, args: &StatusArgs) -> Result<()> {
         println!(
             "{}",
             serde_json::to_string_pretty(
-                &serde_json::json!({"data_dir": cfg.data_dir, "state": state})
+                &serde_json::json!({"data_dir": cfg.data_dir, "state": state, "beside": beside})
             )?
         );
     } else {
@@ -66,6 +96,12 @@ pub fn run(cfg: &Config, args: &StatusArgs) -> Result<()> {
         }
         if state.active.is_none() {
             println!("no active bundle");
+        }
+        if !beside.is_empty() {
+            println!(
+                "beside the default: {} (kgbox status --beside NAME)",
+                beside.join(", ")
+            );
         }
     }
     if verify {

@@ -26,8 +26,8 @@ use serde_json::json;
 
 use super::access_log::KeyId;
 use super::auth::{self, Caller};
-use super::{ApiError, AppState};
-use crate::deploy::{DeployError, DeployOutcome, Deployer};
+use super::{ApiError, AppState, ChosenDeployer, Selected};
+use crate::deploy::{DeployError, DeployOutcome};
 
 /// Refuses a request without the admin token or an admin key
 /// (`Authorization: Bearer`): 401 `unauthorized` (403 `forbidden` for a key
@@ -102,8 +102,8 @@ pub async fn require_token(
 /// The device's slots, versions and health decisions.
 #[utoipa::path(get, path = "/v1/status", tag = "operations",
     responses((status = 200, description = "The status", body = Object)))]
-pub async fn status(State(state): State<Arc<AppState>>) -> Json<serde_json::Value> {
-    Json(json!(state.deployer.status()))
+pub async fn status(ChosenDeployer(deployer): ChosenDeployer) -> Json<serde_json::Value> {
+    Json(json!(deployer.status()))
 }
 
 #[derive(Debug, Deserialize)]
@@ -164,13 +164,17 @@ pub fn deploy_error(e: DeployError) -> ApiError {
         (status = 500, description = "The device could not install it", body = super::schema::ErrorBody),
     ))]
 pub async fn put_bundle(
-    State(state): State<Arc<AppState>>,
+    ChosenDeployer(deployer): ChosenDeployer,
+    selected: Option<axum::Extension<Selected>>,
     params: Result<Query<PutParams>, axum::extract::rejection::QueryRejection>,
     body: Body,
 ) -> Result<Response, ApiError> {
     let Query(params) =
         params.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_request", e.body_text()))?;
-    let cfg = state.config.clone();
+    // Under /b/NAME/ only a bundle named NAME: it answers at that name.
+    // (`PUT /v1/bundles` replaces the default with any, as it always did.)
+    let named = selected.is_some();
+    let cfg = deployer.config().clone();
     let incoming = incoming_dir(&cfg.data_dir)?;
     let file = tempfile::Builder::new()
         .prefix("upload-")
@@ -215,7 +219,10 @@ pub async fn put_bundle(
     let file = w
         .into_inner()
         .map_err(|e| internal(format!("writing the upload: {}", e.error())))?;
-    let deployer = state.deployer.clone();
+    if named {
+        let name = deployer.served().bundle.manifest().name.clone();
+        check_name(file.path(), &name)?;
+    }
     let report = tokio::task::spawn_blocking(move || {
         let r = deployer.deploy_file(file.path(), params.allow_downgrade, &|stage| {
             tracing::info!(?stage, "deploying an uploaded bundle");
@@ -255,9 +262,8 @@ pub async fn put_bundle(
         (status = 500, description = "The rollback failed", body = super::schema::ErrorBody),
     ))]
 pub async fn rollback(
-    State(state): State<Arc<AppState>>,
+    ChosenDeployer(deployer): ChosenDeployer,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let deployer: Arc<Deployer> = state.deployer.clone();
     let status = tokio::task::spawn_blocking(move || deployer.rollback())
         .await
         .map_err(|e| internal(e.to_string()))?
@@ -279,6 +285,27 @@ fn internal(message: String) -> ApiError {
 }
 
 /// `DATA_DIR/incoming`, where uploads and MQTT transfers are assembled.
+/// Refuses an upload for the bundle `name` (by `/b/NAME/`) whose
+/// manifest names another: it would answer at the wrong name. A delta
+/// update (not a bundle) names no bundle here; it applies to `name`'s own.
+fn check_name(path: &std::path::Path, name: &str) -> Result<(), ApiError> {
+    let Ok(file) = std::fs::File::open(path) else {
+        return Ok(());
+    };
+    let Ok(reader) = kgbox_bundle::BundleReader::open(std::io::BufReader::new(file)) else {
+        return Ok(());
+    };
+    let named = &reader.prefix().manifest.name;
+    if named == name {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "bundle_name_mismatch",
+        format!("this is the bundle {named:?}; /b/{name}/ takes only bundles named {name:?}"),
+    ))
+}
+
 pub fn incoming_dir(data_dir: &std::path::Path) -> Result<std::path::PathBuf, ApiError> {
     let dir = data_dir.join("incoming");
     std::fs::create_dir_all(&dir)

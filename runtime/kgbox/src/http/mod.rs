@@ -76,6 +76,23 @@ pub struct Selected(pub Arc<crate::deploy::Deployer>);
 /// the default; as it is served now (a hot swap changes the next request's).
 pub struct Chosen(pub Arc<Served>);
 
+/// The deployer of the bundle `/b/NAME/` chose, else the default's.
+pub struct ChosenDeployer(pub Arc<crate::deploy::Deployer>);
+
+impl axum::extract::FromRequestParts<Arc<AppState>> for ChosenDeployer {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &Arc<AppState>,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(ChosenDeployer(match parts.extensions.get::<Selected>() {
+            Some(s) => s.0.clone(),
+            None => state.deployer.clone(),
+        }))
+    }
+}
+
 impl axum::extract::FromRequestParts<Arc<AppState>> for Chosen {
     type Rejection = std::convert::Infallible;
 
@@ -206,9 +223,20 @@ pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
     };
     // Uploads are large and slow: their own body limit (checked while
     // streaming) and timeout.
-    let admin = Router::new()
-        .route("/v1/bundles", put(admin::put_bundle))
-        .route("/v1/bundles/rollback", post(admin::rollback))
+    let admin_inner = admin_routes().with_state(state.clone());
+    let beside_admin = move |rest: &'static str| {
+        let inner = admin_inner.clone();
+        move |State(state): State<Arc<AppState>>, Path(name): Path<String>, req: Request| {
+            let inner = inner.clone();
+            async move { choose(&state, &name, rest, req, inner).await }
+        }
+    };
+    let admin = admin_routes()
+        .route("/b/{bundle}/v1/bundles", put(beside_admin("v1/bundles")))
+        .route(
+            "/b/{bundle}/v1/bundles/rollback",
+            post(beside_admin("v1/bundles/rollback")),
+        )
         .layer(middleware::from_fn_with_state(
             state.clone(),
             admin::require_token,
@@ -241,6 +269,14 @@ pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
             access_log::access_log,
         ))
         .with_state(state)
+}
+
+/// The routes that change a bundle's slots (behind [`admin::require_token`],
+/// which the caller adds).
+fn admin_routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/v1/bundles", put(admin::put_bundle))
+        .route("/v1/bundles/rollback", post(admin::rollback))
 }
 
 /// The routes that read a bundle, behind API keys ([`auth`]).
