@@ -102,7 +102,16 @@ mod tests {
         for ok in ["plant", "office-2", "a.b_c", &"x".repeat(128)] {
             assert!(check_name(ok).is_ok(), "{ok}");
         }
-        for bad in ["", ".", "..", ".hidden", "a/b", "a b", "ü", &"x".repeat(129)] {
+        for bad in [
+            "",
+            ".",
+            "..",
+            ".hidden",
+            "a/b",
+            "a b",
+            "ü",
+            &"x".repeat(129),
+        ] {
             assert!(check_name(bad).is_err(), "{bad}");
         }
     }

@@ -3,7 +3,9 @@
 //!
 //! ```text
 //! kgbox/{id}/ask, kgbox/{id}/query                 requests to one device
+//! kgbox/{id}/b/{bundle}/ask, .../query              the same, to a bundle beside the default
 //! $share/{group}/kgbox/ask, .../kgbox/query         requests to one device of a group
+//! $share/{group}/kgbox/b/{bundle}/ask, .../query    the same, to a bundle
 //! kgbox/{id}/status                                 the retained status (and last will)
 //! kgbox/{id}/bundle/begin                           a transfer manifest
 //! kgbox/{id}/bundle/chunk/{transfer}/{index}        one chunk
@@ -93,7 +95,8 @@ impl<'a> BundleTopic<'a> {
 /// Where a message a device receives goes.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Route<'a> {
-    Request(RequestKind),
+    /// A request, to the default bundle or (`b/{bundle}/...`) another.
+    Request(RequestKind, Option<&'a str>),
     /// The part after `bundle/` (see [`BundleTopic`]).
     Bundle(&'a str),
     Other,
@@ -118,13 +121,15 @@ impl DeviceTopics {
     pub fn new(device_id: &str, group: Option<&str>, bundle_push: bool) -> DeviceTopics {
         let prefix = format!("{ROOT}/{device_id}/");
         let kinds = [RequestKind::Ask, RequestKind::Query];
-        let mut subscriptions: Vec<String> = kinds
-            .iter()
-            .map(|k| format!("{prefix}{}", k.level()))
-            .collect();
+        let mut subscriptions: Vec<String> = Vec::new();
+        for k in kinds {
+            subscriptions.push(format!("{prefix}{}", k.level()));
+            subscriptions.push(format!("{prefix}b/+/{}", k.level()));
+        }
         if let Some(g) = group {
             for k in kinds {
                 subscriptions.push(format!("$share/{g}/{ROOT}/{}", k.level()));
+                subscriptions.push(format!("$share/{g}/{ROOT}/b/+/{}", k.level()));
             }
         }
         if bundle_push {
@@ -145,9 +150,17 @@ impl DeviceTopics {
 
     pub fn route<'a>(&self, topic: &'a str) -> Route<'a> {
         let own = topic.strip_prefix(self.prefix.as_str());
-        match own.or_else(|| topic.strip_prefix("kgbox/")) {
-            Some("ask") => return Route::Request(RequestKind::Ask),
-            Some("query") => return Route::Request(RequestKind::Query),
+        let request = own.or_else(|| topic.strip_prefix("kgbox/"));
+        let (bundle, last) = match request.and_then(|r| r.strip_prefix("b/")) {
+            Some(r) => match r.split_once('/') {
+                Some((b, last)) if valid_topic_level(b) => (Some(b), Some(last)),
+                _ => (None, None),
+            },
+            None => (None, request),
+        };
+        match last {
+            Some("ask") => return Route::Request(RequestKind::Ask, bundle),
+            Some("query") => return Route::Request(RequestKind::Query, bundle),
             _ => {}
         }
         let bundle = own.and_then(|r| r.strip_prefix("bundle/")).or_else(|| {
@@ -218,14 +231,27 @@ mod tests {
         let t = DeviceTopics::new("edge-7", Some("fleet"), true);
         assert_eq!(
             t.route("kgbox/edge-7/ask"),
-            Route::Request(RequestKind::Ask)
+            Route::Request(RequestKind::Ask, None)
         );
         assert_eq!(
             t.route("kgbox/edge-7/query"),
-            Route::Request(RequestKind::Query)
+            Route::Request(RequestKind::Query, None)
         );
-        assert_eq!(t.route("kgbox/ask"), Route::Request(RequestKind::Ask));
-        assert_eq!(t.route("kgbox/query"), Route::Request(RequestKind::Query));
+        assert_eq!(t.route("kgbox/ask"), Route::Request(RequestKind::Ask, None));
+        assert_eq!(
+            t.route("kgbox/query"),
+            Route::Request(RequestKind::Query, None)
+        );
+        assert_eq!(
+            t.route("kgbox/edge-7/b/plant/ask"),
+            Route::Request(RequestKind::Ask, Some("plant"))
+        );
+        assert_eq!(
+            t.route("kgbox/b/office/query"),
+            Route::Request(RequestKind::Query, Some("office"))
+        );
+        assert_eq!(t.route("kgbox/edge-7/b/plant/other"), Route::Other);
+        assert_eq!(t.route("kgbox/edge-7/b/a b/ask"), Route::Other);
         assert_eq!(t.route("kgbox/edge-7/bundle/begin"), Route::Bundle("begin"));
         assert_eq!(
             t.route("kgbox/group/fleet/bundle/chunk/t1/3"),
@@ -240,9 +266,13 @@ mod tests {
             t.subscriptions,
             [
                 "kgbox/edge-7/ask",
+                "kgbox/edge-7/b/+/ask",
                 "kgbox/edge-7/query",
+                "kgbox/edge-7/b/+/query",
                 "$share/fleet/kgbox/ask",
+                "$share/fleet/kgbox/b/+/ask",
                 "$share/fleet/kgbox/query",
+                "$share/fleet/kgbox/b/+/query",
                 "kgbox/edge-7/bundle/#",
                 "kgbox/group/fleet/bundle/#",
             ]
@@ -250,7 +280,15 @@ mod tests {
         assert_eq!(t.progress, "kgbox/edge-7/bundle/progress");
 
         let t = DeviceTopics::new("d", None, false);
-        assert_eq!(t.subscriptions, vec!["kgbox/d/ask", "kgbox/d/query"]);
+        assert_eq!(
+            t.subscriptions,
+            vec![
+                "kgbox/d/ask",
+                "kgbox/d/b/+/ask",
+                "kgbox/d/query",
+                "kgbox/d/b/+/query"
+            ]
+        );
         assert_eq!(t.status, "kgbox/d/status");
         assert_eq!(RequestKind::Query.http_path(), "/v1/query");
     }

@@ -335,6 +335,9 @@ async fn choose(
     if let Some(id) = parts.extensions.get::<crate::request_id::RequestId>() {
         inner.extensions_mut().insert(id.clone());
     }
+    if parts.extensions.get::<access_log::InProcess>().is_some() {
+        inner.extensions_mut().insert(access_log::InProcess);
+    }
     inner.extensions_mut().insert(Selected(deployer.clone()));
     match chosen.oneshot(inner).await {
         Ok(resp) => resp,

@@ -267,8 +267,8 @@ impl Core {
     }
 
     fn on_message(&mut self, mut msg: Incoming) {
-        let kind = match self.topics.route(&msg.topic) {
-            Route::Request(kind) => kind,
+        let (kind, bundle) = match self.topics.route(&msg.topic) {
+            Route::Request(kind, bundle) => (kind, bundle.map(str::to_string)),
             Route::Bundle(rest) => {
                 if let Some(b) = &self.bundle {
                     b.on_message(rest, &msg.payload);
@@ -297,6 +297,7 @@ impl Core {
         }
         let job = Job {
             kind,
+            bundle,
             reply_to,
             correlation: msg.correlation,
             payload: msg.payload,

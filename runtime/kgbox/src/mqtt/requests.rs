@@ -86,6 +86,8 @@ pub(crate) struct Answerer {
 /// One request to answer.
 pub(crate) struct Job {
     pub kind: Kind,
+    /// The bundle beside the default it is for (`kgbox/{id}/b/{bundle}/...`).
+    pub bundle: Option<String>,
     pub reply_to: String,
     pub correlation: Option<Bytes>,
     pub payload: Bytes,
@@ -102,7 +104,10 @@ impl Answerer {
             return;
         };
         let version = self.deployer.served().bundle.manifest().version.to_string();
-        let route = format!("mqtt {}", job.kind.level());
+        let route = match &job.bundle {
+            Some(b) => format!("mqtt b/{b}/{}", job.kind.level()),
+            None => format!("mqtt {}", job.kind.level()),
+        };
         access_log::emit(
             "MQTT",
             &route,
@@ -141,7 +146,10 @@ impl Answerer {
             _ => Outcome::Answered,
         });
         let (status, body) = match checked {
-            Ok(()) => call(&self.router, job.kind, job.payload.clone(), id).await,
+            Ok(()) => {
+                let path = http_path(job.kind, job.bundle.as_deref());
+                call(&self.router, &path, job.payload.clone(), id).await
+            }
             Err(refused) => refused,
         };
         (status, with_request_id(body, id))
@@ -188,22 +196,30 @@ pub async fn answer_payload(
     }
     let id = RequestId::generate();
     let (status, body) = match precheck(&msg.payload, max_request_bytes) {
-        Ok(()) => call(router, kind, msg.payload, &id).await,
+        Ok(()) => call(router, kind.http_path(), msg.payload, &id).await,
         Err(refused) => refused,
     };
     (status, with_request_id(body, &id), msg.response_topic)
 }
 
-/// Runs one request through the router: (status, JSON body).
+/// The HTTP path a request of `kind` to `bundle` (none: the default) runs as.
+pub(crate) fn http_path(kind: Kind, bundle: Option<&str>) -> String {
+    match bundle {
+        Some(b) => format!("/b/{b}{}", kind.http_path()),
+        None => kind.http_path().to_string(),
+    }
+}
+
+/// Runs one request through the router at `path`: (status, JSON body).
 pub(crate) async fn call(
     router: &axum::Router,
-    kind: Kind,
+    path: &str,
     payload: Bytes,
     id: &RequestId,
 ) -> (u16, Bytes) {
     let req = Request::builder()
         .method(Method::POST)
-        .uri(kind.http_path())
+        .uri(path)
         .header(header::CONTENT_TYPE, "application/json")
         .header(REQUEST_ID, id.as_str())
         .extension(InProcess)
