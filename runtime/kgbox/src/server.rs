@@ -25,6 +25,8 @@ pub async fn run(
 ) -> std::io::Result<()> {
     let addr = listener.local_addr()?;
     let mqtt_stats = Arc::new(crate::mqtt::MqttStats::default());
+    let beside_list: Vec<(String, Arc<Deployer>)> =
+        beside.iter().map(|(n, d)| (n.clone(), d.clone())).collect();
     let bundles = crate::bundles::Bundles::new(deployer.clone(), beside);
     let state = Arc::new(AppState {
         deployer: deployer.clone(),
@@ -47,6 +49,7 @@ pub async fn run(
             cfg: cfg.clone(),
             router: app.clone(),
             deployer,
+            beside: beside_list,
             stats: mqtt_stats,
         };
         Some(tokio::spawn(crate::mqtt::run(ctx, stop_rx.clone())))

@@ -254,6 +254,10 @@ pub struct StatusMessage {
     pub online: bool,
     #[serde(flatten)]
     pub status: Option<DeviceStatus>,
+    /// The bundles served beside the default one, by name, each with its
+    /// own status (absent when there are none).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub beside: std::collections::BTreeMap<String, DeviceStatus>,
 }
 
 impl StatusMessage {
@@ -262,6 +266,7 @@ impl StatusMessage {
             device_id: device_id.to_string(),
             online: true,
             status: Some(status),
+            beside: Default::default(),
         }
     }
 
@@ -270,6 +275,7 @@ impl StatusMessage {
             device_id: device_id.to_string(),
             online: false,
             status: None,
+            beside: Default::default(),
         }
     }
 }

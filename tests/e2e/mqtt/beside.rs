@@ -1,6 +1,7 @@
 //! MQTT requests to a bundle beside the default one:
 //! `kgbox/{id}/b/{bundle}/query` is answered from that bundle's graph, an
-//! unknown bundle gets a 404, and the default's topics answer as before.
+//! unknown bundle gets a 404, the default's topics answer as before, and the
+//! retained status reports every bundle.
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
@@ -32,7 +33,15 @@ fn requests_reach_the_bundle_their_topic_names() {
     let o = d.kgbox(&["install", bundle.to_str().unwrap(), "--beside"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let server = d.serve();
-    online(&broker, "edge-9");
+    // The retained status reports each bundle: the default's at the top,
+    // the others under `beside`.
+    let status = online(&broker, "edge-9");
+    assert_eq!(status["bundle"]["name"], "demo-movies", "{status}");
+    assert_eq!(
+        status["beside"]["plant"]["bundle"]["name"], "plant",
+        "{status}"
+    );
+    assert_eq!(status["beside"]["plant"]["health"], "good", "{status}");
     let c = Client::connect(broker.port);
 
     let reply = c.request(

@@ -53,6 +53,9 @@ pub struct MqttContext {
     /// The HTTP router: MQTT requests are answered by the same handlers.
     pub router: axum::Router,
     pub deployer: Arc<Deployer>,
+    /// The bundles beside the default, by name (their requests go through
+    /// the router at `/b/NAME/`; their statuses go in the retained status).
+    pub beside: Vec<(String, Arc<Deployer>)>,
     pub stats: Arc<MqttStats>,
 }
 
@@ -211,6 +214,7 @@ impl Core {
             publisher: publisher.clone(),
             topics: topics.clone(),
             deployer: ctx.deployer.clone(),
+            beside: ctx.beside.clone(),
             stats: ctx.stats.clone(),
             interval: Duration::from_secs(m.status_interval_s),
             events: events_rx,

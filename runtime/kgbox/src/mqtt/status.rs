@@ -14,9 +14,18 @@ use crate::deploy::Deployer;
 use kgbox_protocol::topics::DeviceTopics as Topics;
 use kgbox_protocol::{to_wire, StatusMessage};
 
-/// The retained status: the deployer's status plus `device_id` and `online`.
-pub(crate) fn online(device_id: &str, deployer: &Deployer) -> Vec<u8> {
-    to_wire(&StatusMessage::online(device_id, deployer.status())).into_bytes()
+/// The retained status: the default bundle's status plus `device_id` and
+/// `online`, and under `beside` each other bundle's.
+pub(crate) fn online(
+    device_id: &str,
+    deployer: &Deployer,
+    beside: &[(String, Arc<Deployer>)],
+) -> Vec<u8> {
+    let mut message = StatusMessage::online(device_id, deployer.status());
+    for (name, d) in beside {
+        message.beside.insert(name.clone(), d.status());
+    }
+    to_wire(&message).into_bytes()
 }
 
 /// The last will, also published on a clean shutdown.
@@ -36,6 +45,8 @@ pub(crate) struct Housekeeping {
     pub publisher: Publisher,
     pub topics: Arc<Topics>,
     pub deployer: Arc<Deployer>,
+    /// The bundles beside the default, by name.
+    pub beside: Vec<(String, Arc<Deployer>)>,
     pub stats: Arc<MqttStats>,
     pub interval: Duration,
     pub events: UnboundedReceiver<Event>,
@@ -50,6 +61,15 @@ impl Housekeeping {
     /// Runs until the event channel closes (the event loop ended).
     pub(crate) async fn run(mut self) {
         let mut changed = self.deployer.subscribe();
+        // A deployment of a bundle beside the default republishes too.
+        let (beside_tx, mut beside_changed) = tokio::sync::mpsc::unbounded_channel::<()>();
+        for (_, d) in &self.beside {
+            let mut rx = d.subscribe();
+            let tx = beside_tx.clone();
+            tokio::spawn(async move { while rx.changed().await.is_ok() && tx.send(()).is_ok() {} });
+        }
+        drop(beside_tx);
+        let mut beside_open = !self.beside.is_empty();
         let mut deploys_open = true;
         let period = self.interval.max(Duration::from_secs(1));
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
@@ -63,6 +83,10 @@ impl Housekeeping {
                 r = changed.changed(), if deploys_open => match r {
                     Ok(()) => self.publish_status("changed").await,
                     Err(_) => deploys_open = false,
+                },
+                r = beside_changed.recv(), if beside_open => match r {
+                    Some(()) => self.publish_status("changed beside").await,
+                    None => beside_open = false,
                 },
                 _ = tick.tick() => self.publish_status("periodic").await,
                 p = recv_progress(&mut self.progress), if self.progress.is_some() => match p {
@@ -104,7 +128,7 @@ impl Housekeeping {
         if !self.stats.is_connected() {
             return;
         }
-        let payload = online(&self.topics.device_id, &self.deployer);
+        let payload = online(&self.topics.device_id, &self.deployer, &self.beside);
         match self
             .publisher
             .publish(&self.topics.status, payload, true)
