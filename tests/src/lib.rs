@@ -725,3 +725,15 @@ mod tests {
         assert_eq!(encode("A-z_0.9~"), "A-z_0.9~");
     }
 }
+
+/// The model ids of a `/v1/models` reply, in order.
+pub fn model_ids(models: &serde_json::Value) -> Vec<String> {
+    models["data"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|m| m["id"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}

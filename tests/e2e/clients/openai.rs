@@ -144,12 +144,7 @@ fn models_lists_every_installed_bundle_served_first() {
     device.install_ok(&second);
     let server = device.serve();
     let v = server.get_json("/v1/models");
-    let ids: Vec<&str> = v["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap())
-        .collect();
+    let ids = model_ids(&v);
     assert_eq!(ids, ["movies-new", "movies-old"], "{v}");
     assert_eq!(v["data"][0]["kgbox"]["serving"], true, "{v}");
     assert_eq!(v["data"][1]["kgbox"]["serving"], false, "{v}");

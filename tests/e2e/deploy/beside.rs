@@ -170,12 +170,7 @@ fn bundles_beside_the_default_answer_their_own_graphs() {
     assert_eq!(status, 404, "{v}");
     assert_eq!(v["error"]["code"], "model_not_found", "{v}");
     let models = server.get_json("/v1/models");
-    let ids: Vec<&str> = models["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap())
-        .collect();
+    let ids = model_ids(&models);
     assert_eq!(ids, ["main", "office", "plant"], "{models}");
 }
 
@@ -230,12 +225,7 @@ fn a_key_for_one_bundle_reads_no_other() {
         None,
     );
     let v: Value = serde_json::from_str(&r.body).unwrap();
-    let ids: Vec<&str> = v["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap())
-        .collect();
+    let ids = model_ids(&v);
     assert_eq!(ids, ["plant"], "{v}");
 }
 
