@@ -601,6 +601,18 @@ pub fn small_tsv(dir: &Path) -> PathBuf {
     p
 }
 
+/// The model ids of a `/v1/models` reply, in order.
+pub fn model_ids(models: &serde_json::Value) -> Vec<String> {
+    models["data"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|m| m["id"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The `name` of each answer of a `/v1/query` response, in order.
 pub fn answer_names(v: &serde_json::Value) -> Vec<String> {
     v["answers"]
@@ -724,16 +736,4 @@ mod tests {
         assert_eq!(encode("Amélie"), "Am%C3%A9lie");
         assert_eq!(encode("A-z_0.9~"), "A-z_0.9~");
     }
-}
-
-/// The model ids of a `/v1/models` reply, in order.
-pub fn model_ids(models: &serde_json::Value) -> Vec<String> {
-    models["data"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|m| m["id"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
 }
