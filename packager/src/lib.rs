@@ -7,6 +7,7 @@ pub mod delta;
 pub mod embed;
 pub mod example_facts;
 pub mod export;
+pub mod fleet;
 pub mod fusion;
 pub mod graph;
 pub mod input;

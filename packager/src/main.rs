@@ -52,6 +52,9 @@ enum Command {
     Paraphrase(Box<ParaphraseArgs>),
     /// Send a bundle to devices over MQTT (or to one device over HTTP).
     Push(Box<kgbox_pack::push::PushArgs>),
+    /// The fleet as its devices report it over MQTT.
+    #[command(subcommand)]
+    Fleet(kgbox_pack::fleet::FleetCommand),
     /// Make a signed delta update that turns OLD (installed on a device)
     /// into NEW.
     Delta(Box<kgbox_pack::delta::DeltaArgs>),
@@ -77,6 +80,7 @@ fn run() -> Result<()> {
         Command::Paraphrase(args) => cli::paraphrase::run(*args),
         Command::Push(args) => kgbox_pack::push::run(&args),
         Command::Delta(args) => kgbox_pack::delta::run(&args),
+        Command::Fleet(cmd) => kgbox_pack::fleet::run(&cmd),
         Command::Completions { shell } => manual::completions(shell, Cli::command()),
         Command::Man { dir } => manual::man(Cli::command(), dir.as_deref()),
     }

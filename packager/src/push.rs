@@ -12,6 +12,7 @@
 mod delta;
 #[path = "push_mqtt.rs"]
 mod mqtt;
+pub(crate) use mqtt::broker_options;
 #[path = "push_target.rs"]
 mod target;
 

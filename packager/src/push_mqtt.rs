@@ -108,12 +108,30 @@ pub(crate) fn push(args: &PushArgs, target: &Target, bundle: &Bundle) -> Result<
 }
 
 pub(crate) fn options(args: &PushArgs, target: &Target) -> Result<MqttOptions> {
+    let opts = broker_options(
+        &target.addr,
+        args.username.as_deref(),
+        args.password_env.as_deref(),
+        args.ca_file.as_deref(),
+    )?;
+    Ok(opts)
+}
+
+/// A client's options for the broker at `addr`: a random client id, a clean
+/// start, credentials (the password from the variable named), and TLS with
+/// the CA in `ca_file` for `mqtts://`.
+pub fn broker_options(
+    addr: &kgbox_protocol::BrokerUrl,
+    username: Option<&str>,
+    password_env: Option<&str>,
+    ca_file: Option<&std::path::Path>,
+) -> Result<MqttOptions> {
     let mut id = [0u8; 6];
     getrandom::fill(&mut id).map_err(|e| anyhow::anyhow!("no random numbers: {e}"))?;
     let mut opts = MqttOptions::new(
         format!("kgbox-pack-{}", hex::encode(id)),
-        &target.addr.host,
-        target.addr.port,
+        &addr.host,
+        addr.port,
     );
     opts.set_keep_alive(Duration::from_secs(30))
         .set_clean_start(true)
@@ -122,17 +140,17 @@ pub(crate) fn options(args: &PushArgs, target: &Target) -> Result<MqttOptions> {
     let mut net = opts.network_options();
     net.set_tcp_nodelay(true);
     opts.set_network_options(net);
-    if let Some(user) = &args.username {
-        let password = match &args.password_env {
+    if let Some(user) = username {
+        let password = match password_env {
             Some(var) => std::env::var(var)
                 .with_context(|| format!("--password-env {var}: the variable is not set"))?,
             None => String::new(),
         };
-        opts.set_credentials(user.clone(), password);
+        opts.set_credentials(user, password);
     }
-    if target.addr.tls {
+    if addr.tls {
         let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
-        let path = args.ca_file.as_deref().unwrap_or(std::path::Path::new(""));
+        let path = ca_file.unwrap_or(std::path::Path::new(""));
         let ca = std::fs::read(path)
             .with_context(|| format!("cannot read --ca-file {}", path.display()))?;
         opts.set_transport(rumqttc::Transport::tls_with_config(

@@ -258,6 +258,10 @@ pub struct StatusMessage {
     /// own status (absent when there are none).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub beside: std::collections::BTreeMap<String, DeviceStatus>,
+    /// When the device published it (Unix seconds): how recent a retained
+    /// status is. Absent from the last will (the broker sends it later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_unix: Option<u64>,
 }
 
 impl StatusMessage {
@@ -267,6 +271,7 @@ impl StatusMessage {
             online: true,
             status: Some(status),
             beside: Default::default(),
+            reported_unix: None,
         }
     }
 
@@ -276,6 +281,7 @@ impl StatusMessage {
             online: false,
             status: None,
             beside: Default::default(),
+            reported_unix: None,
         }
     }
 }

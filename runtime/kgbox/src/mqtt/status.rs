@@ -25,6 +25,10 @@ pub(crate) fn online(
     for (name, d) in beside {
         message.beside.insert(name.clone(), d.status());
     }
+    message.reported_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_secs());
     to_wire(&message).into_bytes()
 }
 
