@@ -302,6 +302,7 @@ impl Deployer {
             uptime_s: self.started.elapsed().as_secs(),
             kgbox_version: install::RUNTIME_VERSION.to_string(),
             last_deploy: info.last_deploy.clone(),
+            since_deploy: Some(served.stats.snapshot()),
         }
     }
 

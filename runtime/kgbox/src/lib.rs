@@ -29,6 +29,7 @@ pub mod request_id;
 pub mod served;
 pub mod server;
 pub mod service;
+pub mod serving_stats;
 pub mod sparql_store;
 pub mod store;
 pub mod systemd;

@@ -21,6 +21,8 @@ pub struct Served {
     pub executors: Executors,
     /// Planners, the LLM and its audit log.
     pub qa: Arc<Qa>,
+    /// What it answered since it began serving (see [`crate::serving_stats`]).
+    pub stats: crate::serving_stats::Counters,
 }
 
 impl Served {
@@ -49,6 +51,7 @@ impl Served {
             encoder,
             executors,
             qa: Arc::new(qa),
+            stats: Default::default(),
         }
     }
 

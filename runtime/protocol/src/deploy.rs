@@ -190,4 +190,25 @@ pub struct DeviceStatus {
     /// The last deployment's outcome, if any since start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_deploy: Option<DeployReport>,
+    /// The requests the served bundle answered since it was deployed (or
+    /// the device started): what a rollout's criteria read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since_deploy: Option<ServingStats>,
+}
+
+/// Requests answered by one bundle since it was deployed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServingStats {
+    /// When the bundle began serving (Unix seconds).
+    pub since_unix: u64,
+    /// Read requests answered (API keys admitted).
+    pub requests: u64,
+    /// Of those, answered with a server error (5xx).
+    pub errors: u64,
+    /// Of those, refused as the client's error (4xx).
+    pub client_errors: u64,
+    /// The 99th percentile of their latencies, milliseconds (an upper
+    /// bound: the top of its histogram bucket); absent before any request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ms: Option<f64>,
 }

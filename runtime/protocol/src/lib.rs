@@ -31,7 +31,7 @@ pub mod topics;
 pub use broker::{BrokerUrl, BrokerUrlError};
 pub use deploy::{
     BundleRef, DeployOutcome, DeployReport, DeployTimings, DeviceStatus, Health, ProbeOutcome,
-    Slot, Stage,
+    ServingStats, Slot, Stage,
 };
 pub use push::{Manifest, Progress, StatusMessage, TransferState};
 

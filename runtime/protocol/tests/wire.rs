@@ -7,7 +7,7 @@ use kgbox_protocol::http::{ErrorBody, ErrorDetail, HEALTH_CHECK_FAILED};
 use kgbox_protocol::push::{BadManifest, MAX_CHUNKS};
 use kgbox_protocol::{
     to_wire, BundleRef, DeployOutcome, DeployReport, DeployTimings, DeviceStatus, Health, Manifest,
-    ProbeOutcome, Progress, Slot, StatusMessage, TransferState,
+    ProbeOutcome, Progress, ServingStats, Slot, StatusMessage, TransferState,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -281,6 +281,7 @@ fn device_status(slot: Option<Slot>, last_deploy: Option<DeployReport>) -> Devic
         uptime_s: 3600,
         kgbox_version: "0.1.0".into(),
         last_deploy,
+        since_deploy: None,
     }
 }
 
@@ -306,6 +307,22 @@ fn status_bodies() {
         assert_eq!(to_wire(&h), format!("\"{name}\""));
         assert_eq!(h.to_string(), name);
     }
+}
+
+#[test]
+fn serving_stats_in_the_status() {
+    let mut status = device_status(Some(Slot::A), None);
+    status.since_deploy = Some(ServingStats {
+        since_unix: 1_767_225_600,
+        requests: 120,
+        errors: 1,
+        client_errors: 3,
+        p99_ms: Some(2.5),
+    });
+    same(
+        &status,
+        r#"{"bundle":{"name":"films","version":"1.1.0"},"health":"good","kgbox_version":"0.1.0","since_deploy":{"client_errors":3,"errors":1,"p99_ms":2.5,"requests":120,"since_unix":1767225600},"slot":"a","source":"slot-a","uptime_s":3600}"#,
+    );
 }
 
 #[test]

@@ -343,5 +343,11 @@ fn each_bundle_is_hot_swapped_under_load_while_the_others_answer() {
         );
         let status = server.get_json(&format!("/b/{name}/v1/status"));
         assert_eq!(status["bundle"]["version"], "1.0.0", "{name}: {status}");
+        // What it answered since it came back (counted afresh at each swap).
+        let since = &status["since_deploy"];
+        let requests = since["requests"].as_u64().unwrap();
+        assert!((1..2000).contains(&requests), "{name}: {status}");
+        assert_eq!(since["errors"], 0, "{name}: {status}");
+        assert!(since["p99_ms"].as_f64().unwrap() > 0.0, "{name}: {status}");
     }
 }

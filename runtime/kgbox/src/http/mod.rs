@@ -295,8 +295,29 @@ fn read_routes(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/v1/models", get(openai::models))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
+            count_for_bundle,
+        ))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
             auth::require_read,
         ))
+}
+
+/// Counts an admitted read request for the bundle that answers it (its
+/// "since deploy" figures in the status). MQTT requests count too.
+async fn count_for_bundle(
+    State(state): State<Arc<AppState>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let served = match req.extensions().get::<Selected>() {
+        Some(s) => s.0.served(),
+        None => state.served(),
+    };
+    let t = Instant::now();
+    let resp = next.run(req).await;
+    served.stats.record(resp.status().as_u16(), t.elapsed());
+    resp
 }
 
 /// Answers `req` to `/b/NAME/REST` as `/REST` on the bundle NAME, or 404
