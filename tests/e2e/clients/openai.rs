@@ -59,6 +59,13 @@ fn facade_replies_and_errors_in_openais_shape() {
     assert_eq!(status, 404, "{v}");
     assert_eq!(v["error"]["code"], "model_not_found", "{v}");
     assert!(v.get("choices").is_none(), "{v}");
+    // The generic name is the default bundle.
+    let (status, v) = server.post_json(
+        chat,
+        &json!({"model": "kgbox", "messages": [{"role": "user", "content": "who directed [Blade Runner]"}]}),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["model"], "demo-movies", "{v}");
 
     // The bundle's name answers, and says so.
     let (status, v) = server.post_json(

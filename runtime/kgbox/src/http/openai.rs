@@ -7,9 +7,9 @@
 //! - The last `user` message is the question; the other messages and the
 //!   sampling fields (`temperature`, `max_tokens`, `n`, `stop`, tools, ...)
 //!   are accepted and ignored. One choice is returned.
-//! - `model` names the bundle that answers (none: the default); a name no
-//!   served bundle has is 404 `model_not_found`, never another bundle's
-//!   answer. `/v1/models` lists the bundles served, then the default's
+//! - `model` names the bundle that answers (none, or `kgbox`: the default);
+//!   a name no served bundle has is 404 `model_not_found`, never another
+//!   bundle's answer. `/v1/models` lists the bundles served, then the default's
 //!   rollback target (which does not answer).
 //! - The reply text is short ("Ridley Scott."); the provenance is the
 //!   `/v1/ask` reply, in the extra top-level field `kgbox`. Answers that
@@ -39,6 +39,10 @@ use super::auth::ReadKey;
 use super::errors::bad_body;
 use super::{ApiError, AppState, Chosen};
 use crate::service::ask::{result_json, AskRequest};
+
+/// The model name that means "the default bundle" (or the one `/b/NAME/`
+/// chose), for clients configured once for any device.
+pub const DEFAULT_MODEL: &str = "kgbox";
 
 /// Answers named in the reply text at most; the rest are counted.
 const NAMED_ANSWERS: usize = 5;
@@ -384,7 +388,8 @@ pub async fn chat_completions(
     // The bundle the model names; a name no bundle has is an error, never
     // another bundle's answer. Under /b/NAME/, the model must be NAME.
     let served = match req.model.as_deref().filter(|m| !m.is_empty()) {
-        None => chosen,
+        // No model, or the generic name: the bundle the path chose.
+        None | Some(DEFAULT_MODEL) => chosen,
         Some(m) if chosen.bundle.manifest().name == m => chosen,
         Some(m) => match state.bundles.get(m) {
             Some(d) if std::ptr::eq(chosen.as_ref(), state.served().as_ref()) => d.served(),
