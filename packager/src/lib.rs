@@ -19,6 +19,7 @@ pub mod planner;
 pub mod probes;
 pub mod push;
 pub mod reranker;
+pub mod rollout;
 pub mod section;
 pub mod spill;
 pub mod synth;

@@ -52,6 +52,10 @@ enum Command {
     Paraphrase(Box<ParaphraseArgs>),
     /// Send a bundle to devices over MQTT (or to one device over HTTP).
     Push(Box<kgbox_pack::push::PushArgs>),
+    /// Send a bundle to a fleet in waves, by a plan: a canary first, golden
+    /// questions and error/latency criteria after each wave, rollback and a
+    /// stop when they fail; resumable (see docs/fleet.md).
+    Rollout(Box<kgbox_pack::rollout::RolloutArgs>),
     /// The fleet as its devices report it over MQTT.
     #[command(subcommand)]
     Fleet(kgbox_pack::fleet::FleetCommand),
@@ -80,6 +84,7 @@ fn run() -> Result<()> {
         Command::Paraphrase(args) => cli::paraphrase::run(*args),
         Command::Push(args) => kgbox_pack::push::run(&args),
         Command::Delta(args) => kgbox_pack::delta::run(&args),
+        Command::Rollout(args) => kgbox_pack::rollout::run(&args),
         Command::Fleet(cmd) => kgbox_pack::fleet::run(&cmd),
         Command::Completions { shell } => manual::completions(shell, Cli::command()),
         Command::Man { dir } => manual::man(Cli::command(), dir.as_deref()),

@@ -12,6 +12,7 @@
 mod delta;
 #[path = "push_mqtt.rs"]
 mod mqtt;
+pub(crate) use delta::{bundle_id, delta_ids};
 pub(crate) use mqtt::broker_options;
 #[path = "push_target.rs"]
 mod target;
@@ -86,6 +87,9 @@ pub struct PushArgs {
     /// Secret key that signs the delta made with --delta-from.
     #[arg(long, value_name = "F")]
     pub key: Option<PathBuf>,
+    /// No line per device state either (a rollout prints its own).
+    #[arg(skip)]
+    pub silent: bool,
 }
 
 /// The bundle to send.
@@ -133,6 +137,34 @@ impl Bundle {
         self.sha256 = hex::encode(hasher.finalize());
         Ok(())
     }
+}
+
+/// What a push to one device (a rollout's) came to.
+pub(crate) struct DevicePush {
+    /// The device's last progress message (`None`: it never answered).
+    pub last: Option<Progress>,
+    /// Bytes of chunks sent.
+    pub bytes: u64,
+}
+
+/// Pushes `file` (a bundle or a delta, of `sha256`) to the one device of
+/// `args` over MQTT, without a progress bar: a rollout's step.
+pub(crate) fn push_file(args: &PushArgs, file: &Path, sha256: &str) -> Result<DevicePush> {
+    let target = target::Target::from_args(args)?;
+    let mut bundle = Bundle::open(file)?;
+    bundle.sha256 = sha256.to_string();
+    let report = mqtt::push(args, &target, &bundle)?;
+    Ok(DevicePush {
+        last: report.devices.into_values().next().flatten(),
+        bytes: report.bytes,
+    })
+}
+
+/// The hex sha256 of a file.
+pub(crate) fn file_sha256(path: &Path) -> Result<String> {
+    let mut b = Bundle::open(path)?;
+    b.hash()?;
+    Ok(b.sha256)
 }
 
 /// One line on a device's progress message.

@@ -41,7 +41,7 @@ fn full(args: &PushArgs) -> Picked {
 }
 
 /// The delta's base and target, from its signed info.
-fn delta_ids(path: &Path) -> Result<(BundleId, BundleId)> {
+pub(crate) fn delta_ids(path: &Path) -> Result<(BundleId, BundleId)> {
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let d = DeltaReader::open(BufReader::new(file))
         .with_context(|| format!("{} is not a valid delta update", path.display()))?;
@@ -50,7 +50,7 @@ fn delta_ids(path: &Path) -> Result<(BundleId, BundleId)> {
 }
 
 /// A bundle as a delta names it (its name, version and digest).
-fn bundle_id(path: &Path) -> Result<BundleId> {
+pub(crate) fn bundle_id(path: &Path) -> Result<BundleId> {
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let r = BundleReader::open(BufReader::new(file))
         .with_context(|| format!("{} is not a valid bundle", path.display()))?;

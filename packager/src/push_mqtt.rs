@@ -32,6 +32,8 @@ const DISCOVER: Duration = Duration::from_secs(3);
 /// (`None`: it never answered).
 pub(crate) struct Report {
     pub sent: u64,
+    /// Bytes of the chunks sent (each time it was sent).
+    pub bytes: u64,
     pub devices: BTreeMap<String, Option<Progress>>,
 }
 
@@ -238,6 +240,7 @@ async fn session(args: &PushArgs, target: &Target, bundle: &Bundle) -> Result<Re
     }
     Ok(Report {
         sent: p.sent,
+        bytes: p.bytes,
         devices,
     })
 }
@@ -258,6 +261,7 @@ struct Pusher<'a> {
     published: u64,
     acked: u64,
     sent: u64,
+    bytes: u64,
     started: Instant,
     first_reply: Option<Instant>,
     last_heard: Instant,
@@ -292,6 +296,7 @@ impl<'a> Pusher<'a> {
             published: 0,
             acked: 0,
             sent: 0,
+            bytes: 0,
             started: now,
             first_reply: None,
             last_heard: now,
@@ -301,6 +306,9 @@ impl<'a> Pusher<'a> {
     }
 
     fn say(&self, line: String) {
+        if self.args.silent {
+            return;
+        }
         self.bar.suspend(|| eprintln!("{line}"));
     }
 
@@ -442,6 +450,7 @@ impl<'a> Pusher<'a> {
                 }
                 self.sent_round[k] = true;
                 self.sent += 1;
+                self.bytes += len as u64;
                 self.bar.inc(len as u64);
                 if self.bar.position() > self.bar.length().unwrap_or(0) {
                     self.bar.set_length(self.bar.position());

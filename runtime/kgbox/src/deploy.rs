@@ -279,12 +279,30 @@ impl Deployer {
         self.changed.subscribe()
     }
 
+    /// Records golden results for the bundle served now, if it is still
+    /// the bundle of `digest`, and republishes the status.
+    pub fn set_golden(&self, results: kgbox_protocol::GoldenResults) -> bool {
+        let served = self.served();
+        let digest = hex::encode(served.bundle.view().prefix.digest());
+        if results.digest.as_deref() != Some(digest.as_str()) {
+            return false;
+        }
+        *served.golden.lock().unwrap_or_else(|p| p.into_inner()) = Some(results);
+        self.notify();
+        true
+    }
+
     fn notify(&self) {
         self.changed.send_modify(|n| *n += 1);
     }
 
     pub fn status(&self) -> DeviceStatus {
         let served = self.served();
+        let golden = served
+            .golden
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let info = lock(&self.info);
         let slot = match &served.bundle.source {
             Source::Slot { slot, .. } => Some(*slot),
@@ -303,6 +321,7 @@ impl Deployer {
             kgbox_version: install::RUNTIME_VERSION.to_string(),
             last_deploy: info.last_deploy.clone(),
             since_deploy: Some(served.stats.snapshot()),
+            golden,
         }
     }
 

@@ -23,6 +23,8 @@ pub struct Served {
     pub qa: Arc<Qa>,
     /// What it answered since it began serving (see [`crate::serving_stats`]).
     pub stats: crate::serving_stats::Counters,
+    /// Its answers to the last golden-question check (`mqtt::golden`).
+    pub golden: std::sync::Mutex<Option<kgbox_protocol::GoldenResults>>,
 }
 
 impl Served {
@@ -52,6 +54,7 @@ impl Served {
             executors,
             qa: Arc::new(qa),
             stats: Default::default(),
+            golden: Default::default(),
         }
     }
 

@@ -194,6 +194,10 @@ pub struct DeviceStatus {
     /// the device started): what a rollout's criteria read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since_deploy: Option<ServingStats>,
+    /// The served bundle's answers to the last golden-question check
+    /// (`kgbox/{id}/bundle/check`); absent before one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub golden: Option<crate::fleet::GoldenResults>,
 }
 
 /// Requests answered by one bundle since it was deployed.

@@ -11,6 +11,8 @@
 //! - [`deploy`]: what a deployment reports and what a device serves, the
 //!   bodies of `PUT /v1/bundles`, `POST /v1/bundles/rollback` and
 //!   `GET /v1/status`.
+//! - [`fleet`]: what a rollout asks of a device (golden-question checks,
+//!   guarded rollbacks) and the golden results a device reports.
 //! - [`http`]: the HTTP error body.
 //! - [`stats`]: the one percentile rule of every reported latency figure
 //!   (nearest rank), shared by the device's `eval`/`bench` and the benches.
@@ -23,6 +25,7 @@
 
 pub mod broker;
 pub mod deploy;
+pub mod fleet;
 pub mod http;
 pub mod push;
 pub mod stats;
@@ -33,6 +36,7 @@ pub use deploy::{
     BundleRef, DeployOutcome, DeployReport, DeployTimings, DeviceStatus, Health, ProbeOutcome,
     ServingStats, Slot, Stage,
 };
+pub use fleet::{CheckRequest, GoldenFailure, GoldenQuestion, GoldenResults, RollbackRequest};
 pub use push::{Manifest, Progress, StatusMessage, TransferState};
 
 /// A message as JSON text for the wire: keys in alphabetical order at

@@ -252,6 +252,9 @@ impl Progress {
 pub struct StatusMessage {
     pub device_id: String,
     pub online: bool,
+    /// The device's group (`mqtt.group`), which a rollout may target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     #[serde(flatten)]
     pub status: Option<DeviceStatus>,
     /// The bundles served beside the default one, by name, each with its
@@ -269,6 +272,7 @@ impl StatusMessage {
         StatusMessage {
             device_id: device_id.to_string(),
             online: true,
+            group: None,
             status: Some(status),
             beside: Default::default(),
             reported_unix: None,
@@ -279,6 +283,7 @@ impl StatusMessage {
         StatusMessage {
             device_id: device_id.to_string(),
             online: false,
+            group: None,
             status: None,
             beside: Default::default(),
             reported_unix: None,

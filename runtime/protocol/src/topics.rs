@@ -11,6 +11,8 @@
 //! kgbox/{id}/bundle/chunk/{transfer}/{index}        one chunk
 //! kgbox/group/{group}/bundle/begin, .../chunk/...   the same, to every device of a group
 //! kgbox/{id}/bundle/progress                        the device's transfer progress
+//! kgbox/{id}/bundle/check                           a golden-question check (a rollout's)
+//! kgbox/{id}/bundle/rollback                        a rollback, guarded by the digest served
 //! ```
 
 /// The first level of every topic.
@@ -76,14 +78,21 @@ pub enum BundleTopic<'a> {
     Begin,
     /// `chunk/{transfer}/{index}` (the index as sent: not checked here).
     Chunk { transfer: &'a str, index: &'a str },
+    /// `check`: a golden-question check (`fleet::CheckRequest`).
+    Check,
+    /// `rollback`: a guarded rollback (`fleet::RollbackRequest`).
+    Rollback,
     /// Anything else.
     Unknown,
 }
 
 impl<'a> BundleTopic<'a> {
     pub fn parse(rest: &'a str) -> BundleTopic<'a> {
-        if rest == "begin" {
-            return BundleTopic::Begin;
+        match rest {
+            "begin" => return BundleTopic::Begin,
+            "check" => return BundleTopic::Check,
+            "rollback" => return BundleTopic::Rollback,
+            _ => {}
         }
         match rest.strip_prefix("chunk/").and_then(|r| r.split_once('/')) {
             Some((transfer, index)) => BundleTopic::Chunk { transfer, index },
@@ -106,6 +115,8 @@ pub enum Route<'a> {
 #[derive(Debug)]
 pub struct DeviceTopics {
     pub device_id: String,
+    /// The device's group, if it has one.
+    pub group: Option<String>,
     /// `kgbox/{id}/status`.
     pub status: String,
     /// `kgbox/{id}/bundle/progress`.
@@ -140,6 +151,7 @@ impl DeviceTopics {
         }
         DeviceTopics {
             device_id: device_id.to_string(),
+            group: group.map(str::to_string),
             status: status_topic(device_id),
             progress: progress_topic(device_id),
             subscriptions,
@@ -214,6 +226,16 @@ impl PushTopics {
     /// `{prefix}begin`.
     pub fn begin(&self) -> String {
         format!("{}begin", self.prefix)
+    }
+
+    /// `{prefix}check`.
+    pub fn check(&self) -> String {
+        format!("{}check", self.prefix)
+    }
+
+    /// `{prefix}rollback`.
+    pub fn rollback(&self) -> String {
+        format!("{}rollback", self.prefix)
     }
 
     /// `{prefix}chunk/{transfer}/{index}`.
@@ -304,6 +326,8 @@ mod tests {
             }
         );
         assert_eq!(BundleTopic::parse("chunk/t1"), BundleTopic::Unknown);
+        assert_eq!(BundleTopic::parse("check"), BundleTopic::Check);
+        assert_eq!(BundleTopic::parse("rollback"), BundleTopic::Rollback);
         assert_eq!(BundleTopic::parse("end"), BundleTopic::Unknown);
     }
 
@@ -314,6 +338,8 @@ mod tests {
         assert_eq!(d.progress, "kgbox/dev1/bundle/progress");
         assert_eq!(d.begin(), "kgbox/dev1/bundle/begin");
         assert_eq!(d.chunk("t1", 7), "kgbox/dev1/bundle/chunk/t1/7");
+        assert_eq!(d.check(), "kgbox/dev1/bundle/check");
+        assert_eq!(d.rollback(), "kgbox/dev1/bundle/rollback");
         let g = PushTopics::group("fleet");
         assert_eq!(g.prefix, "kgbox/group/fleet/bundle/");
         assert_eq!(g.progress, "kgbox/+/bundle/progress");

@@ -282,6 +282,7 @@ fn device_status(slot: Option<Slot>, last_deploy: Option<DeployReport>) -> Devic
         kgbox_version: "0.1.0".into(),
         last_deploy,
         since_deploy: None,
+        golden: None,
     }
 }
 

@@ -7,3 +7,4 @@ mod beside;
 mod fleet;
 mod homeassistant;
 mod requests;
+mod rollout;

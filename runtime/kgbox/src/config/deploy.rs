@@ -68,6 +68,10 @@ pub struct HealthConfig {
     pub settle_ms: u64,
     /// Time allowed for all probe queries together, milliseconds.
     pub probe_timeout_ms: u64,
+    /// This site's golden questions (JSON lines of `{"question" or "query",
+    /// "expect": [names]}`), answered with every golden-question check a
+    /// rollout sends (docs/fleet.md) besides the rollout's own.
+    pub golden_file: Option<PathBuf>,
 }
 
 impl Default for HealthConfig {
@@ -75,6 +79,7 @@ impl Default for HealthConfig {
         HealthConfig {
             settle_ms: 0,
             probe_timeout_ms: 30_000,
+            golden_file: None,
         }
     }
 }

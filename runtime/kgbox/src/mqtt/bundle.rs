@@ -441,7 +441,9 @@ impl BundleReceiver {
         match BundleTopic::parse(rest) {
             BundleTopic::Begin => self.shared.begin(payload),
             BundleTopic::Chunk { transfer, index } => self.shared.chunk(transfer, index, payload),
-            BundleTopic::Unknown => tracing::warn!(topic = rest, "unknown bundle topic: ignored"),
+            BundleTopic::Check | BundleTopic::Rollback | BundleTopic::Unknown => {
+                tracing::warn!(topic = rest, "unknown bundle topic: ignored")
+            }
         }
     }
 }

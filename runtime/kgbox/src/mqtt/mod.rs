@@ -17,6 +17,7 @@
 
 pub mod bundle;
 mod dedupe;
+mod fleet;
 mod homeassistant;
 mod publisher;
 mod requests;
@@ -39,7 +40,7 @@ use crate::config::{Config, MqttProtocol};
 use crate::deploy::Deployer;
 use bundle::BundleReceiver;
 use dedupe::Dedupe;
-use kgbox_protocol::topics::{DeviceTopics as Topics, Route};
+use kgbox_protocol::topics::{BundleTopic, DeviceTopics as Topics, Route};
 use publisher::Publisher;
 pub use requests::answer_payload;
 use requests::{Answerer, Incoming, Job};
@@ -188,6 +189,8 @@ struct Core {
     answerer: Arc<Answerer>,
     dedupe: Dedupe,
     bundle: Option<BundleReceiver>,
+    /// A rollout's golden checks and rollbacks (with bundle push on).
+    fleet: Arc<fleet::FleetRequests>,
     events: mpsc::UnboundedSender<status::Event>,
     housekeeping: tokio::task::JoinHandle<()>,
     publisher: Publisher,
@@ -243,6 +246,10 @@ impl Core {
             }),
             dedupe: Dedupe::new(m.dedupe_capacity),
             bundle,
+            fleet: Arc::new(fleet::FleetRequests {
+                router: ctx.router.clone(),
+                deployer: ctx.deployer.clone(),
+            }),
             events: events_tx,
             housekeeping: tokio::spawn(housekeeping.run()),
             publisher,
@@ -274,8 +281,11 @@ impl Core {
         let (kind, bundle) = match self.topics.route(&msg.topic) {
             Route::Request(kind, bundle) => (kind, bundle.map(str::to_string)),
             Route::Bundle(rest) => {
-                if let Some(b) = &self.bundle {
-                    b.on_message(rest, &msg.payload);
+                match (BundleTopic::parse(rest), &self.bundle) {
+                    (_, None) => {}
+                    (BundleTopic::Check, Some(_)) => self.fleet.check(&msg.payload),
+                    (BundleTopic::Rollback, Some(_)) => self.fleet.rollback(&msg.payload),
+                    (_, Some(b)) => b.on_message(rest, &msg.payload),
                 }
                 return;
             }
@@ -315,7 +325,7 @@ impl Core {
         self.housekeeping.abort();
         let publisher = self.publisher;
         let topic = self.topics.status.clone();
-        let payload = status::offline(&self.topics.device_id);
+        let payload = status::offline(&self.topics);
         tokio::spawn(async move {
             if let Err(e) = publisher.publish(&topic, payload, true).await {
                 tracing::warn!(error = %e, "cannot publish the offline status");

@@ -56,7 +56,7 @@ impl Settings {
             max_incoming: m.bundle_chunk_max_bytes.max(m.max_request_bytes) + 4096,
             channel_capacity: m.max_concurrency.clamp(16, 1024) + 16,
             will_topic: topics.status.clone(),
-            will_payload: status::offline(&topics.device_id),
+            will_payload: status::offline(topics),
         })
     }
 }

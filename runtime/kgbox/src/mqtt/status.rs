@@ -17,11 +17,12 @@ use kgbox_protocol::{to_wire, StatusMessage};
 /// The retained status: the default bundle's status plus `device_id` and
 /// `online`, and under `beside` each other bundle's.
 pub(crate) fn online(
-    device_id: &str,
+    topics: &Topics,
     deployer: &Deployer,
     beside: &[(String, Arc<Deployer>)],
 ) -> Vec<u8> {
-    let mut message = StatusMessage::online(device_id, deployer.status());
+    let mut message = StatusMessage::online(&topics.device_id, deployer.status());
+    message.group = topics.group.clone();
     for (name, d) in beside {
         message.beside.insert(name.clone(), d.status());
     }
@@ -32,9 +33,12 @@ pub(crate) fn online(
     to_wire(&message).into_bytes()
 }
 
-/// The last will, also published on a clean shutdown.
-pub(crate) fn offline(device_id: &str) -> Vec<u8> {
-    to_wire(&StatusMessage::offline(device_id)).into_bytes()
+/// The last will, also published on a clean shutdown: the device's id
+/// and group, offline.
+pub(crate) fn offline(topics: &Topics) -> Vec<u8> {
+    let mut m = StatusMessage::offline(&topics.device_id);
+    m.group = topics.group.clone();
+    to_wire(&m).into_bytes()
 }
 
 /// What the event loop tells the housekeeping task.
@@ -132,7 +136,7 @@ impl Housekeeping {
         if !self.stats.is_connected() {
             return;
         }
-        let payload = online(&self.topics.device_id, &self.deployer, &self.beside);
+        let payload = online(&self.topics, &self.deployer, &self.beside);
         match self
             .publisher
             .publish(&self.topics.status, payload, true)
@@ -168,7 +172,14 @@ mod tests {
 
     #[test]
     fn offline_is_the_last_will() {
-        let v: serde_json::Value = serde_json::from_slice(&offline("edge-7")).unwrap_or_default();
+        let t = Topics::new("edge-7", None, false);
+        let v: serde_json::Value = serde_json::from_slice(&offline(&t)).unwrap_or_default();
         assert_eq!(v, json!({"device_id": "edge-7", "online": false}));
+        let t = Topics::new("edge-7", Some("plant"), false);
+        let v: serde_json::Value = serde_json::from_slice(&offline(&t)).unwrap_or_default();
+        assert_eq!(
+            v,
+            json!({"device_id": "edge-7", "group": "plant", "online": false})
+        );
     }
 }
