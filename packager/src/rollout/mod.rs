@@ -88,7 +88,7 @@ fn with_suffix(plan: &Path, suffix: &str) -> PathBuf {
 
 pub fn run(args: &RolloutArgs) -> Result<()> {
     let (plan, text) = Plan::read(&args.plan)?;
-    let golden = plan.golden()?;
+    let golden = plan.golden_checked()?;
     let target = crate::push::bundle_id(&plan.bundle)?;
     let bundle_sha256 = crate::push::file_sha256(&plan.bundle)?;
     let rollout = {
@@ -189,6 +189,11 @@ pub fn run(args: &RolloutArgs) -> Result<()> {
         }
         return Ok(());
     }
+    let pending = state.devices.iter().any(|d| d.rollback_pending.is_some());
+    if state.finished && pending && !args.dry_run {
+        // Rollbacks an earlier run could not see done: ask again.
+        state.finished = false;
+    }
     if !state.finished {
         state.save(&state_path)?;
         let payloads = payloads(&plan, &state_path, &bundle_sha256, &target)?;
@@ -234,7 +239,7 @@ fn new_state(plan: &Plan, watch: &Watch, rollout: String, bundle: Running) -> Re
         expect.is_some_and(|n| wanted(seen) >= n)
     });
     let seen = watch.all();
-    let mut ids: Vec<String> = if t.devices.is_empty() {
+    let ids: Vec<String> = if t.devices.is_empty() {
         seen.values()
             .filter(|m| in_scope(plan, m))
             .map(|m| m.device_id.clone())
@@ -242,9 +247,7 @@ fn new_state(plan: &Plan, watch: &Watch, rollout: String, bundle: Running) -> Re
     } else {
         t.devices.clone()
     };
-    if t.order == plan::Order::Sorted {
-        ids.sort();
-    }
+    let ids = plan.order(ids)?;
     if let Some(n) = t.expect.filter(|n| wanted(&seen) < *n) {
         bail!(
             "only {} of the {n} expected devices reported a status within {}",
@@ -273,6 +276,7 @@ fn new_state(plan: &Plan, watch: &Watch, rollout: String, bundle: Running) -> Re
                 golden: None,
                 ended_on: m.and_then(running),
                 online: m.is_some_and(|m| m.online),
+                rollback_pending: None,
             });
         }
         at += n;
@@ -354,10 +358,24 @@ fn payloads(
 /// updated and marks the rest untouched; every device gets what it runs now.
 fn finish(ctx: &Ctx, state: &mut State) -> Result<()> {
     if let Some(why) = state.aborted.clone() {
+        // Every device this rollout put on the bundle: those it counted as
+        // updated, and any other that reports the bundle now (one that went
+        // offline after installing, one whose rollback is not confirmed).
+        let seen = ctx.watch.all();
+        let on_target = |id: &str| {
+            seen.get(id)
+                .and_then(running)
+                .is_some_and(|r| r.digest.is_some() && r.digest == state.bundle.digest)
+        };
         let updated: Vec<String> = state
             .devices
             .iter()
-            .filter(|d| matches!(d.outcome, Outcome::Updated | Outcome::Installed))
+            .filter(|d| d.outcome != Outcome::AlreadyCurrent)
+            .filter(|d| {
+                matches!(d.outcome, Outcome::Updated | Outcome::Installed)
+                    || d.rollback_pending.is_some()
+                    || on_target(&d.device_id)
+            })
             .map(|d| d.device_id.clone())
             .collect();
         match ctx.plan.abort.on_abort {

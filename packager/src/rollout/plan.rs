@@ -9,6 +9,9 @@ use kgbox_protocol::topics::valid_topic_level;
 use kgbox_protocol::GoldenQuestion;
 use serde::Deserialize;
 
+/// Most bytes of golden questions sent in one check request.
+pub const MAX_CHECK_BYTES: usize = 256 << 10;
+
 /// The plan file as written.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -83,6 +86,9 @@ pub enum Order {
 pub struct Waves {
     /// Devices in the first wave (0: none).
     pub canary: usize,
+    /// These devices go first (in the canary, which grows to hold them
+    /// all): the lab's, say.
+    pub canary_devices: Vec<String>,
     /// The share of all targets updated after each further wave, percent,
     /// rising; the last is 100.
     pub percent: Vec<f64>,
@@ -105,6 +111,7 @@ impl Default for Waves {
     fn default() -> Waves {
         Waves {
             canary: 1,
+            canary_devices: Vec::new(),
             percent: vec![10.0, 50.0, 100.0],
             wait: Duration::from_secs(60),
             push_timeout: Duration::from_secs(600),
@@ -235,6 +242,18 @@ impl Plan {
             bail!("[targets]: order = \"listed\" needs devices = [...]");
         }
         let w = &self.waves;
+        let mut named = std::collections::HashSet::new();
+        if let Some(d) = w.canary_devices.iter().find(|d| !named.insert(*d)) {
+            bail!("[waves] canary_devices: {d} is listed twice");
+        }
+        for d in &w.canary_devices {
+            if !valid_topic_level(d) {
+                bail!("[waves] canary_devices: {d:?} is not a device id");
+            }
+            if !t.devices.is_empty() && !t.devices.contains(d) {
+                bail!("[waves] canary_devices: {d} is not among the targets' devices");
+            }
+        }
         let mut last = 0.0;
         for &p in &w.percent {
             if !(p > last && p <= 100.0) {
@@ -271,6 +290,12 @@ impl Plan {
                 bail!("[criteria] golden: {p}");
             }
         }
+        if c.golden.len() > kgbox_protocol::fleet::MAX_GOLDEN {
+            bail!(
+                "[criteria] golden: at most {} questions",
+                kgbox_protocol::fleet::MAX_GOLDEN
+            );
+        }
         let a = &self.abort;
         for (name, v) in [
             ("max_failed_percent", a.max_failed_percent),
@@ -287,6 +312,21 @@ impl Plan {
             bail!("delta_from or deltas = [...], not both");
         }
         Ok(())
+    }
+
+    /// The targets in rollout order: sorted (or as listed), the named
+    /// canaries first.
+    pub fn order(&self, mut ids: Vec<String>) -> Result<Vec<String>> {
+        if self.targets.order == Order::Sorted {
+            ids.sort();
+        }
+        let canaries = &self.waves.canary_devices;
+        if let Some(c) = canaries.iter().find(|c| !ids.contains(c)) {
+            bail!("[waves] canary_devices: {c} is not among the targets found");
+        }
+        ids.retain(|d| !canaries.contains(d));
+        ids.splice(0..0, canaries.iter().cloned());
+        Ok(ids)
     }
 
     /// The golden questions sent with each check.
@@ -318,13 +358,26 @@ impl Plan {
         }
         Ok(out)
     }
+
+    /// The golden questions, checked to fit in one check request a device
+    /// takes (well under its MQTT packet limit).
+    pub fn golden_checked(&self) -> Result<Vec<GoldenQuestion>> {
+        let golden = self.golden()?;
+        let bytes = serde_json::to_vec(&golden).map_or(0, |v| v.len());
+        if bytes > MAX_CHECK_BYTES {
+            bail!(
+                "the golden questions take {bytes} bytes: at most {MAX_CHECK_BYTES} go in one check"
+            );
+        }
+        Ok(golden)
+    }
 }
 
 /// The size of each wave for `n` targets: the canary, then what each
 /// percentage adds (waves that would add nobody are left out).
 pub fn wave_sizes(waves: &Waves, n: usize) -> Vec<usize> {
     let mut sizes = Vec::new();
-    let mut done = waves.canary.min(n);
+    let mut done = waves.canary.max(waves.canary_devices.len()).min(n);
     if done > 0 {
         sizes.push(done);
     }
@@ -396,6 +449,10 @@ mod tests {
             ),
             ("[targets]\nall = true\nsurprise = 1\n", "unknown field"),
             (
+                "[targets]\nall = true\n[waves]\ncanary_devices = [\"a\", \"a\"]\n",
+                "twice",
+            ),
+            (
                 "delta_from = \"a.kgb\"\n[targets]\nall = true\n",
                 "needs key",
             ),
@@ -411,6 +468,24 @@ mod tests {
     }
 
     #[test]
+    fn orders_targets_canaries_first() {
+        let mut p = plan(&format!(
+            "{MIN}[targets]\nall = true\n[waves]\ncanary_devices = [\"lab-2\", \"lab-1\"]\n"
+        ))
+        .unwrap();
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            p.order(ids(&["b", "lab-1", "a", "lab-2"])).unwrap(),
+            ids(&["lab-2", "lab-1", "a", "b"])
+        );
+        let e = p.order(ids(&["a", "lab-2"])).unwrap_err();
+        assert!(e.to_string().contains("lab-1"), "{e}");
+        p.waves.canary_devices.clear();
+        p.targets.order = Order::Listed;
+        assert_eq!(p.order(ids(&["b", "a"])).unwrap(), ids(&["b", "a"]));
+    }
+
+    #[test]
     fn sizes_waves() {
         let w = |canary, percent: &[f64]| Waves {
             canary,
@@ -422,6 +497,11 @@ mod tests {
         assert_eq!(wave_sizes(&w(0, &[100.0]), 7), [7]);
         assert_eq!(wave_sizes(&w(3, &[10.0, 100.0]), 2), [2]);
         assert_eq!(wave_sizes(&w(1, &[100.0]), 0), Vec::<usize>::new());
+        let lab = Waves {
+            canary_devices: vec!["lab-1".into(), "lab-2".into(), "lab-3".into()],
+            ..w(1, &[50.0, 100.0])
+        };
+        assert_eq!(wave_sizes(&lab, 10), [3, 2, 5]);
         assert_eq!(
             wave_sizes(&w(1, &[10.0, 20.0, 100.0]), 1000)
                 .iter()

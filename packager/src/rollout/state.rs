@@ -107,6 +107,10 @@ pub struct DeviceRecord {
     /// Whether it was online when last heard of.
     #[serde(default)]
     pub online: bool,
+    /// A rollback was asked for (why) and not yet seen done: asked again
+    /// when the device is back, and by a later run of the same rollout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback_pending: Option<String>,
 }
 
 /// The whole rollout.
@@ -236,6 +240,7 @@ mod tests {
             golden: None,
             ended_on: None,
             online: true,
+            rollback_pending: None,
         });
         s.save(&p).unwrap();
         let back = State::read(&p).unwrap().unwrap();

@@ -31,10 +31,30 @@ fn percent(n: usize, of: usize) -> f64 {
     100.0 * n as f64 / of.max(1) as f64
 }
 
+/// Asks again for the rollbacks not seen done, of devices online now.
+pub(crate) fn pending_rollbacks(ctx: &Ctx, state: &mut State) -> Result<()> {
+    let reasons: HashMap<String, String> = state
+        .devices
+        .iter()
+        .filter(|d| ctx.watch.status(&d.device_id).is_some_and(|m| m.online))
+        .filter_map(|d| Some((d.device_id.clone(), d.rollback_pending.clone()?)))
+        .collect();
+    if reasons.is_empty() {
+        return Ok(());
+    }
+    ctx.say(format!(
+        "{} devices still to roll back are online: asking again",
+        reasons.len()
+    ));
+    let ids: Vec<String> = reasons.keys().cloned().collect();
+    roll_back_each(ctx, state, &ids, &reasons)
+}
+
 pub(crate) fn run_waves(ctx: &Ctx, state: &mut State) -> Result<()> {
     let waves = state.wave_sizes.len();
     while state.waves_done < waves && state.aborted.is_none() {
         let w = state.waves_done;
+        pending_rollbacks(ctx, state)?;
         let mut ids: Vec<String> = state
             .devices
             .iter()
@@ -82,6 +102,7 @@ pub(crate) fn run_waves(ctx: &Ctx, state: &mut State) -> Result<()> {
                 .map_or(String::new(), |why| format!("; stopping: {why}"))
         ));
     }
+    pending_rollbacks(ctx, state)?;
     if state.aborted.is_none() {
         let retry = back_online(ctx, state, waves);
         if !retry.is_empty() {
@@ -101,6 +122,7 @@ fn back_online(ctx: &Ctx, state: &State, w: usize) -> Vec<String> {
         .devices
         .iter()
         .filter(|d| d.wave < w && d.outcome == Outcome::Unreachable)
+        .filter(|d| d.rollback_pending.is_none())
         .filter(|d| ctx.watch.status(&d.device_id).is_some_and(|m| m.online))
         .map(|d| d.device_id.clone())
         .collect()
@@ -524,17 +546,22 @@ fn roll_back_each(
                 d.outcome = Outcome::RolledBack;
                 d.reason = Some(why);
                 d.ended_on = Some(r);
+                d.rollback_pending = None;
             }
             None if !online => {
                 d.outcome = Outcome::Unreachable;
-                d.reason = Some(format!("{why}; offline before its rollback was confirmed"));
+                d.reason = Some(format!(
+                    "{why}; offline before its rollback was confirmed (asked again when it is back)"
+                ));
+                d.rollback_pending = Some(why);
             }
             None => {
                 d.outcome = Outcome::Failed;
                 d.reason = Some(format!(
-                    "{why}; its rollback was not confirmed within {}",
+                    "{why}; it still runs the bundle: its rollback was not confirmed within {}",
                     humantime::format_duration(ctx.plan.criteria.check_timeout)
                 ));
+                d.rollback_pending = Some(why);
             }
         }
     }

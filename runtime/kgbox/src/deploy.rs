@@ -436,6 +436,29 @@ impl Deployer {
     /// Makes the previous slot active and serves it (blocking).
     pub fn rollback(&self) -> Result<DeviceStatus, DeployError> {
         let _guard = self.deploying.try_lock().map_err(|_| DeployError::Busy)?;
+        self.rollback_locked()
+    }
+
+    /// [`Deployer::rollback`], only while the bundle of `digest` (hex) is
+    /// served: checked under the deployment lock, so that a request
+    /// repeated meanwhile undoes nothing else. `Ok(None)`: another bundle
+    /// is served.
+    pub fn rollback_if_serving(&self, digest: &str) -> Result<Option<DeviceStatus>, DeployError> {
+        let _guard = self.deploying.try_lock().map_err(|_| DeployError::Busy)?;
+        let served = self.served();
+        let serving = hex::encode(served.bundle.view().prefix.digest());
+        if served.bundle.source == Source::Demo || !serving.eq_ignore_ascii_case(digest) {
+            return Ok(None);
+        }
+        self.rollback_locked().map(Some)
+    }
+
+    /// Republishes the status (what subscribers hear of a change).
+    pub fn republish(&self) {
+        self.notify();
+    }
+
+    fn rollback_locked(&self) -> Result<DeviceStatus, DeployError> {
         install::rollback(&self.cfg.data_dir)?;
         let bundle = install::load_active(&self.cfg.data_dir)?
             .ok_or_else(|| Error::NothingInstalled(self.cfg.data_dir.clone()))?;

@@ -160,6 +160,14 @@ impl DeviceTopics {
         }
     }
 
+    /// Whether `topic` is under this device's own `kgbox/{id}/bundle/`
+    /// (not its group's).
+    pub fn is_own_bundle_topic(&self, topic: &str) -> bool {
+        topic
+            .strip_prefix(self.prefix.as_str())
+            .is_some_and(|r| r.starts_with("bundle/"))
+    }
+
     pub fn route<'a>(&self, topic: &'a str) -> Route<'a> {
         let own = topic.strip_prefix(self.prefix.as_str());
         let request = own.or_else(|| topic.strip_prefix("kgbox/"));
@@ -280,6 +288,9 @@ mod tests {
             Route::Bundle("chunk/t1/3")
         );
         assert_eq!(t.route("kgbox/edge-7/bundle/progress"), Route::Other);
+        assert!(t.is_own_bundle_topic("kgbox/edge-7/bundle/rollback"));
+        assert!(!t.is_own_bundle_topic("kgbox/group/fleet/bundle/rollback"));
+        assert!(!t.is_own_bundle_topic("kgbox/edge-7/ask"));
         assert_eq!(t.route("kgbox/other/ask"), Route::Other);
         assert_eq!(t.route("kgbox/group/else/bundle/begin"), Route::Other);
         assert_eq!(t.route("kgbox/edge-7/status"), Route::Other);

@@ -367,3 +367,76 @@ fn typed_messages_equal_the_hand_built_ones() {
     };
     assert_eq!(to_wire(&new), old.to_string());
 }
+
+#[test]
+fn a_rollouts_check_and_rollback_requests() {
+    use kgbox_protocol::{CheckRequest, GoldenQuestion, RollbackRequest};
+    same(
+        &CheckRequest {
+            check: "3f2a-w1-1767225600".into(),
+            questions: vec![
+                GoldenQuestion {
+                    question: Some("who directed Alien".into()),
+                    query: None,
+                    expect: vec!["Ridley Scott".into()],
+                },
+                GoldenQuestion {
+                    question: None,
+                    query: Some("\"Alien\" -> release_year".into()),
+                    expect: vec!["1979".into()],
+                },
+            ],
+        },
+        concat!(
+            r#"{"check":"3f2a-w1-1767225600","questions":["#,
+            r#"{"expect":["Ridley Scott"],"question":"who directed Alien"},"#,
+            r#"{"expect":["1979"],"query":"\"Alien\" -> release_year"}]}"#
+        ),
+    );
+    same(
+        &RollbackRequest {
+            from: SHA.into(),
+            by: Some("3f2a".into()),
+        },
+        &format!(r#"{{"by":"3f2a","from":"{SHA}"}}"#),
+    );
+    let bare: CheckRequest = serde_json::from_str(r#"{"check":"c1"}"#).unwrap();
+    assert!(bare.questions.is_empty());
+}
+
+#[test]
+fn golden_results_and_the_group_in_the_status() {
+    use kgbox_protocol::{GoldenFailure, GoldenResults};
+    let mut status = device_status(Some(Slot::A), None);
+    status.golden = Some(GoldenResults {
+        check: "c1".into(),
+        digest: Some(SHA.into()),
+        total: 2,
+        passed: 1,
+        failed: vec![GoldenFailure {
+            question: "[Witness] starred_actors".into(),
+            missing: vec!["Harrison Ford".into()],
+            got: vec![],
+            from: "device".into(),
+            error: None,
+        }],
+        checked_unix: 1767225600,
+        ms: 2.5,
+    });
+    let v: serde_json::Value = serde_json::from_str(&to_wire(&status)).unwrap();
+    assert_eq!(
+        v["golden"],
+        serde_json::json!({"check": "c1", "checked_unix": 1767225600u64, "digest": SHA,
+            "failed": [{"from": "device", "got": [], "missing": ["Harrison Ford"],
+                        "question": "[Witness] starred_actors"}],
+            "ms": 2.5, "passed": 1, "total": 2})
+    );
+    let back: DeviceStatus = serde_json::from_value(v).unwrap();
+    assert_eq!(back, status);
+    let mut m = StatusMessage::offline("edge-7");
+    m.group = Some("plant".into());
+    same(
+        &m,
+        r#"{"device_id":"edge-7","group":"plant","online":false}"#,
+    );
+}

@@ -217,6 +217,36 @@ fn a_key_for_one_bundle_reads_no_other() {
     );
     assert_eq!(r.status, 403, "{}", r.body);
     assert!(!r.body.contains("Ada"), "{}", r.body);
+    // Naming its own bundle, at the root as under /b/plant/: answered.
+    for prefix in ["", "/b/plant"] {
+        let r = server.send(
+            "POST",
+            &format!("{prefix}/v1/chat/completions"),
+            &[("Authorization", auth.as_str())],
+            Some(r#"{"model": "plant", "messages": [{"role": "user", "content": "who leads [Line 7]"}]}"#),
+        );
+        assert_eq!(r.status, 200, "{prefix}: {}", r.body);
+        assert!(r.body.contains("Bo"), "{prefix}: {}", r.body);
+    }
+    // A name with a space in the path, under /b/plant/ (decoded once).
+    let r = server.send(
+        "GET",
+        "/b/plant/v1/entities/Line%207",
+        &[("Authorization", auth.as_str())],
+        None,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("Bo"), "{}", r.body);
+    // The model list at the root shows only its bundle too.
+    let r = server.send(
+        "GET",
+        "/v1/models",
+        &[("Authorization", auth.as_str())],
+        None,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v: Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(model_ids(&v), ["plant"], "{v}");
     // Its model list shows only its bundle.
     let r = server.send(
         "GET",

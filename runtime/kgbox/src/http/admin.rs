@@ -287,15 +287,17 @@ fn internal(message: String) -> ApiError {
 /// `DATA_DIR/incoming`, where uploads and MQTT transfers are assembled.
 /// Refuses an upload for the bundle `name` (by `/b/NAME/`) whose
 /// manifest names another: it would answer at the wrong name. A delta
-/// update (not a bundle) names no bundle here; it applies to `name`'s own.
+/// update is refused when the bundle it makes is named otherwise. (What is
+/// neither is refused by the install itself.)
 fn check_name(path: &std::path::Path, name: &str) -> Result<(), ApiError> {
-    let Ok(file) = std::fs::File::open(path) else {
-        return Ok(());
+    let open = || std::fs::File::open(path).map(std::io::BufReader::new);
+    let named = match open().ok().map(kgbox_bundle::BundleReader::open) {
+        Some(Ok(reader)) => reader.prefix().manifest.name.clone(),
+        _ => match open().ok().map(kgbox_bundle::delta::DeltaReader::open) {
+            Some(Ok(delta)) => delta.prefix().info.target.name.clone(),
+            _ => return Ok(()),
+        },
     };
-    let Ok(reader) = kgbox_bundle::BundleReader::open(std::io::BufReader::new(file)) else {
-        return Ok(());
-    };
-    let named = &reader.prefix().manifest.name;
     if named == name {
         return Ok(());
     }

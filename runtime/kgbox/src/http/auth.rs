@@ -198,8 +198,7 @@ pub fn identify(
         Presented::Bearer(token)
             if anonymous
                 && Token::parse(token).is_none()
-                && admin_token
-                    .is_none_or(|t| !bool::from(t.as_bytes().ct_eq(token.as_bytes()))) =>
+                && admin_token.is_none_or(|t| !same_secret(t, token)) =>
         {
             Ok(Caller::Anonymous)
         }
@@ -216,7 +215,7 @@ pub fn identify(
             "-",
         )),
         Presented::Bearer(token) => {
-            if admin_token.is_some_and(|t| bool::from(t.as_bytes().ct_eq(token.as_bytes()))) {
+            if admin_token.is_some_and(|t| same_secret(t, token)) {
                 return Ok(Caller::AdminToken);
             }
             auth.ring
@@ -276,13 +275,24 @@ pub async fn require_read(
         Caller::AdminToken => return with_key(next.run(req).await, "admin-token"),
         Caller::Key(key) => key,
     };
-    // The bundle `/b/NAME/` chose, else the default; a handler that picks
-    // another (the OpenAI facade's `model`) checks [`ReadKey`] again.
-    let bundle = match req.extensions().get::<Selected>() {
+    // The bundle `/b/NAME/` chose, else the default. The OpenAI facade
+    // outside `/b/NAME/` picks the bundle by its `model` (and lists those a
+    // key may read): its handlers check [`ReadKey`] themselves.
+    let selected = req.extensions().get::<Selected>();
+    let handler_chooses =
+        selected.is_none() && matches!(req.uri().path(), "/v1/chat/completions" | "/v1/models");
+    let bundle = match selected {
         Some(s) => s.0.served().bundle.manifest().name.clone(),
         None => state.served().bundle.manifest().name.clone(),
     };
-    if !key.reads(&bundle) {
+    // The metrics are the whole device's (every bundle, every key).
+    let whole_device = req.uri().path() == "/metrics";
+    let allowed = if whole_device {
+        key.reads_all()
+    } else {
+        handler_chooses || key.reads(&bundle)
+    };
+    if !allowed {
         return refuse(
             StatusCode::FORBIDDEN,
             "forbidden",
@@ -310,6 +320,15 @@ pub async fn require_read(
     let mut req = req;
     req.extensions_mut().insert(ReadKey(key));
     with_key(next.run(req).await, &id)
+}
+
+/// Whether `presented` is the admin token, in time that depends on
+/// neither (their hashes are compared: not even the length leaks).
+fn same_secret(token: &str, presented: &str) -> bool {
+    use sha2::{Digest, Sha256};
+    let a = Sha256::digest(token.as_bytes());
+    let b = Sha256::digest(presented.as_bytes());
+    bool::from(a.as_slice().ct_eq(b.as_slice()))
 }
 
 /// The key a read was admitted with (absent: anonymous or the admin token,

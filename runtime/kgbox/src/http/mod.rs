@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use serde_json::json;
-use tower::limit::ConcurrencyLimitLayer;
+use tower::limit::GlobalConcurrencyLimitLayer;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::timeout::TimeoutLayer;
 
@@ -202,7 +202,9 @@ pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
         .route("/v2/health/ready", get(v2_ready));
     let read = read_routes(&state);
     // `/b/NAME/...`: the same read routes, answered from the bundle NAME.
-    let chosen = read_routes(&state).with_state(state.clone());
+    let chosen = read_routes(&state)
+        .layer(axum::extract::DefaultBodyLimit::max(cfg.body_limit_bytes))
+        .with_state(state.clone());
     let beside = move |State(state): State<Arc<AppState>>,
                        Path((name, rest)): Path<(String, String)>,
                        req: Request| {
@@ -263,7 +265,9 @@ pub fn router(state: Arc<AppState>, cfg: &HttpConfig) -> Router {
             state.clone(),
             record_metrics,
         ))
-        .layer(ConcurrencyLimitLayer::new(cfg.max_concurrency))
+        // One semaphore for the whole router (a plain ConcurrencyLimitLayer
+        // would give each route its own).
+        .layer(GlobalConcurrencyLimitLayer::new(cfg.max_concurrency))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             access_log::access_log,
@@ -303,13 +307,23 @@ fn read_routes(state: &Arc<AppState>) -> Router<Arc<AppState>> {
         ))
 }
 
+/// Marks a request the device makes of itself (a rollout's golden
+/// question): not counted in the bundle's "since deploy" figures, which
+/// are its clients'.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SelfCheck;
+
 /// Counts an admitted read request for the bundle that answers it (its
-/// "since deploy" figures in the status). MQTT requests count too.
+/// "since deploy" figures in the status). MQTT requests count too; a
+/// [`SelfCheck`] does not.
 async fn count_for_bundle(
     State(state): State<Arc<AppState>>,
     req: Request,
     next: Next,
 ) -> Response {
+    if req.extensions().get::<SelfCheck>().is_some() {
+        return next.run(req).await;
+    }
     let served = match req.extensions().get::<Selected>() {
         Some(s) => s.0.served(),
         None => state.served(),
@@ -338,9 +352,18 @@ async fn choose(
         )
         .into_response();
     };
+    // The rest of the path as sent (still percent-encoded: `rest` is
+    // decoded, and the inner routes decode it once more).
+    let raw = req
+        .uri()
+        .path()
+        .splitn(4, '/')
+        .nth(3)
+        .unwrap_or(rest)
+        .to_string();
     let path_and_query = match req.uri().query() {
-        Some(q) => format!("/{rest}?{q}"),
-        None => format!("/{rest}"),
+        Some(q) => format!("/{raw}?{q}"),
+        None => format!("/{raw}"),
     };
     let Ok(uri) = path_and_query.parse::<axum::http::Uri>() else {
         return ApiError::new(StatusCode::BAD_REQUEST, "bad_request", "a bad path").into_response();
@@ -358,6 +381,9 @@ async fn choose(
     }
     if parts.extensions.get::<access_log::InProcess>().is_some() {
         inner.extensions_mut().insert(access_log::InProcess);
+    }
+    if parts.extensions.get::<SelfCheck>().is_some() {
+        inner.extensions_mut().insert(SelfCheck);
     }
     inner.extensions_mut().insert(Selected(deployer.clone()));
     match chosen.oneshot(inner).await {

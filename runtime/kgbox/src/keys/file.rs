@@ -49,6 +49,13 @@ impl KeyRecord {
         self.scopes.iter().any(|s| s.reads(bundle))
     }
 
+    /// Whether it may read every bundle (`read`, `admin`).
+    pub fn reads_all(&self) -> bool {
+        self.scopes
+            .iter()
+            .any(|s| matches!(s, Scope::Admin | Scope::Read(None)))
+    }
+
     pub fn is_admin(&self) -> bool {
         self.scopes.contains(&Scope::Admin)
     }
@@ -193,11 +200,27 @@ pub fn list(data_dir: &Path) -> Result<Vec<KeyRecord>, KeyError> {
 /// Revokes the key with this id or (active) name; returns it.
 pub fn revoke(data_dir: &Path, which: &str) -> Result<KeyRecord, KeyError> {
     update(data_dir, |file| {
-        let key = file
-            .keys
-            .iter_mut()
-            .find(|k| k.id == which || (k.name == which && k.revoked.is_none()))
-            .ok_or_else(|| KeyError::Invalid(format!("no key has the id or name {which:?}")))?;
+        // An id first; a name only when it names one active key.
+        let by_id = file.keys.iter().position(|k| k.id == which);
+        let by_name: Vec<usize> = (0..file.keys.len())
+            .filter(|&i| file.keys[i].name == which && file.keys[i].revoked.is_none())
+            .collect();
+        let at = match (by_id, by_name.as_slice()) {
+            (Some(i), _) => i,
+            (None, [i]) => *i,
+            (None, []) => {
+                return Err(KeyError::Invalid(format!(
+                    "no key has the id or name {which:?}"
+                )))
+            }
+            (None, _) => {
+                return Err(KeyError::Invalid(format!(
+                    "{} active keys are named {which:?}: revoke one by its id (kgbox keys list)",
+                    by_name.len()
+                )))
+            }
+        };
+        let key = &mut file.keys[at];
         if key.revoked.is_none() {
             key.revoked = Some(now());
         }

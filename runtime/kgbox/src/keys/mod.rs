@@ -57,6 +57,9 @@ pub struct Keyring {
 struct Cached {
     stamp: Option<Stamp>,
     keys: Arc<Vec<KeyRecord>>,
+    /// The file as it was when it could not be read, and why: not read
+    /// again (nor logged again) until it changes.
+    bad: Option<Stamp>,
 }
 
 /// What tells that the file changed: modification time, length and inode
@@ -72,6 +75,7 @@ impl Keyring {
             cache: Mutex::new(Cached {
                 stamp: None,
                 keys: Arc::new(Vec::new()),
+                bad: None,
             }),
         };
         ring.refresh()?;
@@ -113,10 +117,21 @@ impl Keyring {
         if cache.stamp == stamp && stamp.is_some() {
             return Ok(());
         }
+        if stamp.is_some() && stamp == cache.bad {
+            // Logged when it was found: the keys read before stay.
+            return Ok(());
+        }
         let keys = match stamp {
             None => Vec::new(),
-            Some(_) => KeyFile::read(&self.path)?.keys,
+            Some(s) => match KeyFile::read(&self.path) {
+                Ok(f) => f.keys,
+                Err(e) => {
+                    cache.bad = Some(s);
+                    return Err(e);
+                }
+            },
         };
+        cache.bad = None;
         cache.stamp = stamp;
         cache.keys = Arc::new(keys);
         Ok(())

@@ -89,3 +89,43 @@ fn a_damaged_key_file_is_an_error_naming_it() {
     let err = Keyring::open(dir.path()).err().unwrap();
     assert!(err.to_string().contains("keys.json"), "{err}");
 }
+
+#[test]
+fn an_id_wins_over_a_name_that_looks_like_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, first) = add(dir.path(), "first", vec![Scope::Admin], None).unwrap();
+    // A key named after the first key's id.
+    let (_, decoy) = add(dir.path(), &first.id, vec![Scope::Read(None)], None).unwrap();
+    let revoked = revoke(dir.path(), &first.id).unwrap();
+    assert_eq!(revoked.id, first.id);
+    let keys = list(dir.path()).unwrap();
+    let decoy_now = keys.iter().find(|k| k.id == decoy.id).unwrap();
+    assert!(decoy_now.revoked.is_none(), "the decoy stays");
+    assert!(first.reads_all() && decoy.reads_all());
+    let (_, plant) = add(
+        dir.path(),
+        "plant",
+        vec!["read:plant".parse().unwrap()],
+        None,
+    )
+    .unwrap();
+    assert!(!plant.reads_all());
+}
+
+#[test]
+fn a_key_file_damaged_later_keeps_the_keys_read_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, _) = add(dir.path(), "sales", vec![Scope::Read(None)], None).unwrap();
+    let ring = Keyring::open(dir.path()).unwrap();
+    assert!(ring.check(&text).is_ok());
+    std::fs::write(dir.path().join(KEYS_FILE), "{damaged").unwrap();
+    assert!(
+        ring.check(&text).is_ok(),
+        "the last keys read stay in force"
+    );
+    assert!(
+        ring.check(&text).is_ok(),
+        "and the file is not reread each time"
+    );
+    revoke(dir.path(), "sales").unwrap_err();
+}

@@ -9,7 +9,7 @@
 //! they appear under `golden` in its status, republished at once.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -18,14 +18,25 @@ use kgbox_protocol::topics::valid_topic_level;
 use kgbox_protocol::{CheckRequest, GoldenFailure, GoldenQuestion, GoldenResults, RollbackRequest};
 use serde_json::json;
 
-use super::requests::call;
+use super::requests::call_as;
 use crate::deploy::Deployer;
 use crate::request_id::RequestId;
+
+/// Largest check or rollback request, bytes.
+const MAX_REQUEST_BYTES: usize = 1 << 20;
 
 /// What the rollout requests need.
 pub(crate) struct FleetRequests {
     pub router: axum::Router,
     pub deployer: Arc<Deployer>,
+    /// The check running (one at a time) and the last one done.
+    pub checks: Mutex<Checks>,
+}
+
+#[derive(Default)]
+pub(crate) struct Checks {
+    running: Option<String>,
+    done: Option<String>,
 }
 
 /// A golden question with where it came from.
@@ -35,8 +46,18 @@ struct Asked {
 }
 
 impl FleetRequests {
-    /// `kgbox/{id}/bundle/check`: runs on its own task.
+    /// `kgbox/{id}/bundle/check`: runs on its own task, one at a time. A
+    /// request for the check running is ignored; one for the check last
+    /// done republishes the status (its results are in it); another while
+    /// one runs is dropped (the rollout asks again).
     pub(crate) fn check(self: &Arc<Self>, payload: &[u8]) {
+        if payload.len() > MAX_REQUEST_BYTES {
+            tracing::warn!(
+                bytes = payload.len(),
+                "a golden-question check request over 1 MiB: ignored"
+            );
+            return;
+        }
         let req: CheckRequest = match serde_json::from_slice(payload) {
             Ok(r) => r,
             Err(e) => {
@@ -48,8 +69,29 @@ impl FleetRequests {
             tracing::warn!(check = %req.check, "a check id must be 1-64 characters of A-Z a-z 0-9 _ - .: ignored");
             return;
         }
+        {
+            let mut c = lock(&self.checks);
+            if c.done.as_deref() == Some(req.check.as_str()) {
+                drop(c);
+                self.deployer.republish();
+                return;
+            }
+            if let Some(running) = &c.running {
+                if *running != req.check {
+                    tracing::info!(check = %req.check, %running, "another golden-question check is running: this one is dropped");
+                }
+                return;
+            }
+            c.running = Some(req.check.clone());
+        }
         let me = self.clone();
-        tokio::spawn(async move { me.run_check(req).await });
+        tokio::spawn(async move {
+            let id = req.check.clone();
+            me.run_check(req).await;
+            let mut c = lock(&me.checks);
+            c.running = None;
+            c.done = Some(id);
+        });
     }
 
     async fn run_check(&self, req: CheckRequest) {
@@ -134,7 +176,8 @@ impl FleetRequests {
             (None, None) => return Err("give a question or a query".into()),
         };
         let id = RequestId::generate();
-        let (status, reply) = call(&self.router, path, Bytes::from(body.to_string()), &id).await;
+        let body = Bytes::from(body.to_string());
+        let (status, reply) = call_as(&self.router, path, body, &id, true).await;
         let v: serde_json::Value = serde_json::from_slice(&reply).unwrap_or_default();
         if status != 200 {
             let code = v["error"]["code"].as_str().unwrap_or("error");
@@ -154,6 +197,13 @@ impl FleetRequests {
     /// `kgbox/{id}/bundle/rollback`: rolls back on a blocking thread when
     /// the bundle named is the one served.
     pub(crate) fn rollback(self: &Arc<Self>, payload: &[u8]) {
+        if payload.len() > MAX_REQUEST_BYTES {
+            tracing::warn!(
+                bytes = payload.len(),
+                "a rollback request over 1 MiB: ignored"
+            );
+            return;
+        }
         let req: RollbackRequest = match serde_json::from_slice(payload) {
             Ok(r) => r,
             Err(e) => {
@@ -162,17 +212,22 @@ impl FleetRequests {
             }
         };
         let by = req.by.clone().unwrap_or_default();
-        let serving = self.deployer.status().digest;
-        if serving.as_deref() != Some(req.from.to_ascii_lowercase().as_str()) {
-            tracing::info!(from = %req.from, %by, "rollback request for a bundle not served (already rolled back?): ignored");
-            return;
-        }
         let deployer = self.deployer.clone();
-        tokio::task::spawn_blocking(move || match deployer.rollback() {
-            Ok(s) => tracing::warn!(%by, serving = %s.bundle, "rolled back on request"),
+        // The digest is compared again under the deployment lock.
+        tokio::task::spawn_blocking(move || match deployer.rollback_if_serving(&req.from) {
+            Ok(Some(s)) => tracing::warn!(%by, serving = %s.bundle, "rolled back on request"),
+            Ok(None) => {
+                tracing::info!(from = %req.from, %by, "rollback request for a bundle not served (already rolled back?): ignored");
+                // The requester learns what is served from the status.
+                deployer.republish();
+            }
             Err(e) => tracing::error!(%by, error = %e, "cannot roll back on request"),
         });
     }
+}
+
+fn lock(m: &Mutex<Checks>) -> MutexGuard<'_, Checks> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn refused(question: &str, from: &str, error: String) -> GoldenFailure {

@@ -249,6 +249,7 @@ impl Core {
             fleet: Arc::new(fleet::FleetRequests {
                 router: ctx.router.clone(),
                 deployer: ctx.deployer.clone(),
+                checks: Default::default(),
             }),
             events: events_tx,
             housekeeping: tokio::spawn(housekeeping.run()),
@@ -281,10 +282,15 @@ impl Core {
         let (kind, bundle) = match self.topics.route(&msg.topic) {
             Route::Request(kind, bundle) => (kind, bundle.map(str::to_string)),
             Route::Bundle(rest) => {
+                // Checks and rollbacks are for one device, never a group.
+                let own = self.topics.is_own_bundle_topic(&msg.topic);
                 match (BundleTopic::parse(rest), &self.bundle) {
                     (_, None) => {}
-                    (BundleTopic::Check, Some(_)) => self.fleet.check(&msg.payload),
-                    (BundleTopic::Rollback, Some(_)) => self.fleet.rollback(&msg.payload),
+                    (BundleTopic::Check, Some(_)) if own => self.fleet.check(&msg.payload),
+                    (BundleTopic::Rollback, Some(_)) if own => self.fleet.rollback(&msg.payload),
+                    (BundleTopic::Check | BundleTopic::Rollback, Some(_)) => {
+                        tracing::warn!(topic = %msg.topic, "checks and rollbacks go to one device's topic, not a group's: ignored");
+                    }
                     (_, Some(b)) => b.on_message(rest, &msg.payload),
                 }
                 return;

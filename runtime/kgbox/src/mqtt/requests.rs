@@ -217,13 +217,28 @@ pub(crate) async fn call(
     payload: Bytes,
     id: &RequestId,
 ) -> (u16, Bytes) {
-    let req = Request::builder()
+    call_as(router, path, payload, id, false).await
+}
+
+/// [`call`]; with `self_check`, a request the device makes of itself
+/// (not counted in the bundle's since-deploy figures).
+pub(crate) async fn call_as(
+    router: &axum::Router,
+    path: &str,
+    payload: Bytes,
+    id: &RequestId,
+    self_check: bool,
+) -> (u16, Bytes) {
+    let mut req = Request::builder()
         .method(Method::POST)
         .uri(path)
         .header(header::CONTENT_TYPE, "application/json")
         .header(REQUEST_ID, id.as_str())
-        .extension(InProcess)
-        .body(Body::from(payload));
+        .extension(InProcess);
+    if self_check {
+        req = req.extension(crate::http::SelfCheck);
+    }
+    let req = req.body(Body::from(payload));
     let req = match req {
         Ok(r) => r,
         Err(e) => return (500, error_body("internal", &e.to_string())),
