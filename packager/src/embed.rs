@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use kgbox_bundle::sections as s;
 use kgbox_bundle::ModelInfo;
 use kgbox_neural::encoder::{Encoder, BATCH};
+use kgbox_neural::{Device, EngineKind};
 use kgbox_query::dense::{quantize, DenseMeta, QUANTIZATION};
 
 /// The default encoder's tokenizer (`models/minilm/tokenizer.json`), built
@@ -43,8 +44,10 @@ pub fn embed(names: &[&str], opts: &EmbedOptions, progress: bool) -> Result<Embe
             .with_context(|| format!("cannot read the tokenizer {}", path.display()))?,
         None => BUILTIN_TOKENIZER.to_vec(),
     };
-    let encoder = Encoder::from_bytes(&onnx, &tokenizer)
+    // The native engine (every core; tract for a model of another layout).
+    let encoder = Encoder::load(EngineKind::Native, Device::Cpu, &onnx, &tokenizer)
         .with_context(|| format!("cannot load the encoder {}", opts.model.display()))?;
+    let started = std::time::Instant::now();
 
     let bar = ProgressBar::with_draw_target(
         Some(names.len() as u64),
@@ -60,11 +63,20 @@ pub fn embed(names: &[&str], opts: &EmbedOptions, progress: bool) -> Result<Embe
         bar.set_style(style.progress_chars("=> "));
     }
     let mut vectors = Vec::with_capacity(names.len());
-    for chunk in names.chunks(BATCH * 4) {
+    for chunk in names.chunks(BATCH * 64) {
         vectors.extend(encoder.embed(chunk)?);
         bar.inc(chunk.len() as u64);
     }
     bar.finish_and_clear();
+    if progress {
+        let secs = started.elapsed().as_secs_f64();
+        eprintln!(
+            "embedded {} entity names in {secs:.1} s ({:.0} names/s, {} engine)",
+            names.len(),
+            names.len() as f64 / secs.max(1e-9),
+            encoder.engine()
+        );
+    }
     let dim = vectors.first().map(Vec::len).unwrap_or(0);
     let meta = DenseMeta {
         model: opts.model_name.clone(),

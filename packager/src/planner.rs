@@ -110,7 +110,8 @@ pub fn sections(
     let kg = aligned.kg()?;
     let embedder = match (get(s::ENCODER_ONNX), get(s::ENCODER_TOKENIZER)) {
         (Some(onnx), Some(tok)) => Some(
-            kgbox_neural::Encoder::from_bytes(onnx, tok).context("the encoder cannot be loaded")?,
+            kgbox_neural::Encoder::load(EngineKind::Native, Device::Cpu, onnx, tok)
+                .context("the encoder cannot be loaded")?,
         ),
         _ => None,
     };

@@ -253,10 +253,17 @@ impl Encoder {
         Ok(found.into_iter().flatten().collect())
     }
 
+    /// Texts in batches of [`BATCH`], of texts of about the same length
+    /// (by characters), so that little of a batch is padding; in order.
     fn embed_all(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EncoderError> {
-        let mut out = Vec::with_capacity(texts.len());
-        for chunk in texts.chunks(BATCH) {
-            out.extend(self.embed_batch(chunk)?);
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for chunk in order.chunks(BATCH) {
+            let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
+            for (&i, v) in chunk.iter().zip(self.embed_batch(&batch)?) {
+                out[i] = v;
+            }
         }
         Ok(out)
     }

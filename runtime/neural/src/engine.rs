@@ -128,6 +128,19 @@ pub fn load_tokens(
     first_length: usize,
 ) -> Result<Box<dyn Engine>> {
     match kind {
+        // The native BERT encoder on the CPU; ONNX Runtime for CUDA, and for
+        // a model of another layout (else tract).
+        EngineKind::Native if device != Device::Cuda => {
+            match crate::native::bert::BertEngine::from_onnx(onnx) {
+                Ok(e) => Ok(Box::new(e)),
+                // The caller sees which engine it got (`Engine::name`).
+                Err(NeuralError::Invalid(_)) => match try_ort(device, onnx, Threads::All)? {
+                    Some(e) => Ok(e),
+                    None => load_tokens(EngineKind::Tract, Device::Cpu, onnx, first_length),
+                },
+                Err(e) => Err(e),
+            }
+        }
         EngineKind::Native => match try_ort(device, onnx, Threads::All)? {
             Some(e) => Ok(e),
             None => load_tokens(EngineKind::Tract, Device::Cpu, onnx, first_length),

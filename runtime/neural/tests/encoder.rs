@@ -141,6 +141,43 @@ fn ort_embeddings_equal_tract() {
     assert!(d <= 1e-4, "ort and tract embeddings differ by {d}");
 }
 
+#[test]
+fn native_embeddings_equal_tract_alone_and_in_batches() {
+    let (onnx, tok) = (model(), tokenizer());
+    let tract = Encoder::from_bytes(&onnx, &tok).expect("tract encoder");
+    let native = Encoder::load(EngineKind::Native, Device::Cpu, &onnx, &tok).expect("native");
+    assert_eq!(native.engine(), "native");
+    assert_eq!(TextEncoder::dim(&native), 384);
+    let texts = texts();
+    let a = tract.embed(&texts).expect("tract embed");
+    let b = native.embed(&texts).expect("native embed");
+    let d = max_abs_diff(&a, &b);
+    eprintln!("native vs tract: max |diff| {d:.2e}");
+    assert!(d <= 1e-4, "native and tract embeddings differ by {d}");
+    // One at a time (no padding), and a batch of 40 (groups on threads).
+    let one: Vec<Vec<f32>> = texts
+        .iter()
+        .map(|t| native.embed(&[t]).expect("one").remove(0))
+        .collect();
+    assert!(max_abs_diff(&one, &b) <= 1e-5);
+    let many: Vec<&str> = texts.iter().copied().cycle().take(40).collect();
+    let c = native.embed(&many).expect("40");
+    let again: Vec<Vec<f32>> = b.iter().cloned().cycle().take(40).collect();
+    assert!(max_abs_diff(&c, &again) <= 1e-5);
+}
+
+#[test]
+fn a_model_of_another_layout_falls_back_from_native() {
+    // The ULTRA entity model is no BERT: the native kind loads it on tract.
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../models/ultra/onnx/ultra_3g.entity.onnx");
+    let onnx = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let e = kgbox_neural::native::bert::BertEngine::from_onnx(&onnx)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("layout"), "{e}");
+}
+
 #[cfg(not(feature = "ort"))]
 #[test]
 fn ort_is_missing_without_the_feature() {

@@ -14,6 +14,7 @@
 //! relation types a part's edges use are projected, so the cost does not
 //! grow with the graph's relation count.
 
+pub mod bert;
 mod kernel;
 pub mod weights;
 
