@@ -371,6 +371,7 @@ fn load_local(cfg: &Config) -> Result<Option<Arc<dyn ChatBackend>>, String> {
                 threads: l.local_threads,
                 context: l.local_context,
                 seed: 0,
+                prompt_cache: l.local_prompt_cache,
             })
             .map_err(|e| e.to_string())?;
             Ok(Some(Arc::new(model)))

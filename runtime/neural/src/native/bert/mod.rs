@@ -16,7 +16,7 @@ pub mod weights;
 
 use rayon::prelude::*;
 
-use crate::engine::{Arg, Engine};
+use crate::engine::api::{Arg, Engine};
 use crate::{NeuralError, Result};
 pub use weights::BertWeights;
 use weights::Layer;
