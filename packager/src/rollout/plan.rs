@@ -336,27 +336,8 @@ impl Plan {
         };
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the golden questions {}", path.display()))?;
-        let mut out = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let q: GoldenQuestion = serde_json::from_str(line)
-                .with_context(|| format!("{} line {}", path.display(), i + 1))?;
-            if let Some(p) = q.problem() {
-                bail!("{} line {}: {p}", path.display(), i + 1);
-            }
-            out.push(q);
-        }
-        if out.len() > kgbox_protocol::fleet::MAX_GOLDEN {
-            bail!(
-                "{}: at most {} golden questions",
-                path.display(),
-                kgbox_protocol::fleet::MAX_GOLDEN
-            );
-        }
-        Ok(out)
+        kgbox_protocol::fleet::parse_golden_lines(&text)
+            .map_err(|(line, why)| anyhow::anyhow!("{} line {line}: {why}", path.display()))
     }
 
     /// The golden questions, checked to fit in one check request a device

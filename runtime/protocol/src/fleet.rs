@@ -61,6 +61,28 @@ impl GoldenQuestion {
     }
 }
 
+/// Golden questions from text: one JSON object per line, blank lines and
+/// `#` comments skipped; each checked ([`GoldenQuestion::problem`]).
+/// `Err((line, why))` names the first bad line (from 1).
+pub fn parse_golden_lines(text: &str) -> Result<Vec<GoldenQuestion>, (usize, String)> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let q: GoldenQuestion = serde_json::from_str(line).map_err(|e| (i + 1, e.to_string()))?;
+        if let Some(p) = q.problem() {
+            return Err((i + 1, p));
+        }
+        out.push(q);
+        if out.len() > MAX_GOLDEN {
+            return Err((i + 1, format!("more than {MAX_GOLDEN} golden questions")));
+        }
+    }
+    Ok(out)
+}
+
 /// `kgbox/{id}/bundle/check`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckRequest {
@@ -156,6 +178,19 @@ mod tests {
         let bad: Result<GoldenQuestion, _> =
             serde_json::from_str(r#"{"question": "q", "expect": ["a"], "answer": 1}"#);
         assert!(bad.is_err(), "unknown fields are refused");
+    }
+
+    #[test]
+    fn golden_lines_parse_and_name_the_bad_one() {
+        let qs = parse_golden_lines(
+            "# site\n{\"query\": \"[A] -> r\", \"expect\": [\"B\"]}\n\n{\"question\": \"q\", \"expect\": [\"C\"]}\n",
+        )
+        .unwrap();
+        assert_eq!(qs.len(), 2);
+        let (line, why) = parse_golden_lines("{\"query\": \"x\", \"expect\": []}\n").unwrap_err();
+        assert_eq!(line, 1);
+        assert!(why.contains("expect"), "{why}");
+        assert_eq!(parse_golden_lines("\n{").unwrap_err().0, 2);
     }
 
     #[test]

@@ -250,30 +250,8 @@ fn same_name(a: &str, b: &str) -> bool {
 pub(crate) fn read_golden_file(path: &Path) -> Result<Vec<GoldenQuestion>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read health.golden_file {}: {e}", path.display()))?;
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let q: GoldenQuestion = serde_json::from_str(line)
-            .map_err(|e| format!("health.golden_file {} line {}: {e}", path.display(), i + 1))?;
-        if let Some(p) = q.problem() {
-            return Err(format!(
-                "health.golden_file {} line {}: {p}",
-                path.display(),
-                i + 1
-            ));
-        }
-        out.push(q);
-        if out.len() > MAX_GOLDEN {
-            return Err(format!(
-                "health.golden_file {}: more than {MAX_GOLDEN} questions",
-                path.display()
-            ));
-        }
-    }
-    Ok(out)
+    kgbox_protocol::fleet::parse_golden_lines(&text)
+        .map_err(|(line, why)| format!("health.golden_file {} line {line}: {why}", path.display()))
 }
 
 #[cfg(test)]
