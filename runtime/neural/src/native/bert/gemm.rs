@@ -1,7 +1,7 @@
 //! The encoder's products, `x · W` for a constant `W`, with `W` packed once
 //! at load time: in panels of [`NR`] columns, each panel's `k` rows stored
-//! one after the other, so that a panel (24 KiB for 384 rows of int8 ... f32)
-//! streams through the cache once per block of [`MR`] input rows. Weights
+//! one after the other, so that a panel (for 384 rows: 6 KiB of int8, 24 KiB of f32) stays
+//! in the cache while every block of [`MR`] input rows goes through it. Weights
 //! stored as int8 with a scale per column stay int8 (a quarter of the
 //! memory traffic; the scale is applied to each finished sum, which equals
 //! scaling the weights first up to rounding).
@@ -127,35 +127,49 @@ fn apply<T: Elem>(w: &Packed<T>, a: &[f32], out: &mut [f32]) {
     };
     let panels = n.div_ceil(NR);
     let threads = rayon::current_num_threads();
-    let run = |p: usize, sums: &mut [f32]| panel_product(w, a, padded_rows, p, sums);
-    // Each panel's sums, `padded_rows × NR`, then copied into `out`.
-    let mut sums = vec![0f32; panels * padded_rows * NR];
-    if rows * k * n >= PAR_WORK && threads > 1 {
-        sums.par_chunks_mut(padded_rows * NR)
-            .enumerate()
-            .for_each(|(p, s)| run(p, s));
-    } else {
-        for (p, s) in sums.chunks_mut(padded_rows * NR).enumerate() {
-            run(p, s);
-        }
-    }
-    for (p, s) in sums.chunks(padded_rows * NR).enumerate() {
+    let out_ptr = OutPtr(out.as_mut_ptr());
+    let run = |p: usize| {
+        let mut sums = [0f32; MR * NR];
         let col = p * NR;
         let cols = NR.min(n - col);
-        for r in 0..rows {
-            let src = &s[r * NR..r * NR + cols];
-            let dst = &mut out[r * n + col..r * n + col + cols];
-            match &w.scale {
-                Some(scale) => {
-                    for ((d, v), c) in dst.iter_mut().zip(src).zip(&scale[col..col + cols]) {
-                        *d = v * c;
+        for r0 in (0..padded_rows).step_by(MR) {
+            panel_product(w, a, r0, p, &mut sums);
+            for r in 0..MR.min(rows.saturating_sub(r0)) {
+                let src = &sums[r * NR..r * NR + cols];
+                // SAFETY: `out` holds `rows × n` values (asserted above);
+                // row `r0 + r < rows` and columns `col..col + cols <= n`
+                // are inside it, and each panel writes only its own
+                // columns, so no two panels (threads) write the same value.
+                let dst = unsafe {
+                    std::slice::from_raw_parts_mut(out_ptr.get().add((r0 + r) * n + col), cols)
+                };
+                match &w.scale {
+                    Some(scale) => {
+                        for ((d, v), c) in dst.iter_mut().zip(src).zip(&scale[col..col + cols]) {
+                            *d = v * c;
+                        }
                     }
+                    None => dst.copy_from_slice(src),
                 }
-                None => dst.copy_from_slice(src),
             }
         }
+    };
+    if rows * k * n >= PAR_WORK && threads > 1 {
+        (0..panels).into_par_iter().for_each(run);
+    } else {
+        (0..panels).for_each(run);
     }
 }
+
+/// `out`'s start, shared by the panels (each writes its own columns).
+struct OutPtr(*mut f32);
+impl OutPtr {
+    fn get(&self) -> *mut f32 {
+        self.0
+    }
+}
+// SAFETY: the panels write disjoint columns through it (see `apply`).
+unsafe impl Sync for OutPtr {}
 
 fn panel_product<T: Elem>(w: &Packed<T>, a: &[f32], rows: usize, p: usize, sums: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
@@ -181,40 +195,39 @@ unsafe fn panel_product_avx2<T: Elem>(
     panel_product_generic::<T, true>(w, a, rows, p, sums);
 }
 
-/// One panel's sums for every block of rows. `FMA`: fused multiply-adds
-/// (`mul_add` is one instruction only where the target has FMA).
+/// One panel's sums for the block of [`MR`] rows from `r0`, into `sums`
+/// (`MR × NR`). `FMA`: fused multiply-adds (`mul_add` is one instruction
+/// only where the target has FMA).
 #[inline(always)]
 fn panel_product_generic<T: Elem, const FMA: bool>(
     w: &Packed<T>,
     a: &[f32],
-    rows: usize,
+    r0: usize,
     p: usize,
     sums: &mut [f32],
 ) {
     let k = w.k;
     let panel = w.panel(p);
-    for r0 in (0..rows).step_by(MR) {
-        let mut acc = [[0f32; NR]; MR];
-        let block = &a[r0 * k..(r0 + MR) * k];
-        for (kk, wrow) in panel.chunks_exact(NR).enumerate() {
-            let mut wk = [0f32; NR];
-            for (d, s) in wk.iter_mut().zip(wrow) {
-                *d = s.to_f32();
-            }
-            for (r, acc_r) in acc.iter_mut().enumerate() {
-                let av = block[r * k + kk];
-                for (s, wv) in acc_r.iter_mut().zip(&wk) {
-                    *s = if FMA {
-                        av.mul_add(*wv, *s)
-                    } else {
-                        *s + av * wv
-                    };
-                }
+    let mut acc = [[0f32; NR]; MR];
+    let block = &a[r0 * k..(r0 + MR) * k];
+    for (kk, wrow) in panel.chunks_exact(NR).enumerate() {
+        let mut wk = [0f32; NR];
+        for (d, s) in wk.iter_mut().zip(wrow) {
+            *d = s.to_f32();
+        }
+        for (r, acc_r) in acc.iter_mut().enumerate() {
+            let av = block[r * k + kk];
+            for (s, wv) in acc_r.iter_mut().zip(&wk) {
+                *s = if FMA {
+                    av.mul_add(*wv, *s)
+                } else {
+                    *s + av * wv
+                };
             }
         }
-        for (r, acc_r) in acc.iter().enumerate() {
-            sums[(r0 + r) * NR..(r0 + r + 1) * NR].copy_from_slice(acc_r);
-        }
+    }
+    for (r, acc_r) in acc.iter().enumerate() {
+        sums[r * NR..(r + 1) * NR].copy_from_slice(acc_r);
     }
 }
 

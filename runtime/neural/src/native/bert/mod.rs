@@ -203,10 +203,7 @@ impl BertEngine {
         add_bias(&mut buf.tmp, &l.out_b);
         residual_norm(x, &buf.tmp, &l.ln1_w, &l.ln1_b, w.eps);
         l.up_w.apply(x, &mut buf.up);
-        add_bias(&mut buf.up, &l.up_b);
-        for v in buf.up.iter_mut() {
-            *v = gelu(*v);
-        }
+        bias_gelu(&mut buf.up, &l.up_b);
         l.down_w.apply(&buf.up, &mut buf.tmp);
         add_bias(&mut buf.tmp, &l.down_b);
         residual_norm(x, &buf.tmp, &l.ln2_w, &l.ln2_b, w.eps);
@@ -316,6 +313,22 @@ fn erf(x: f32) -> f32 {
         q = q * x2 + c;
     }
     x * p / q
+}
+
+/// `v = gelu(v + bias)` row by row; rows in parallel when many (the
+/// feed-forward's widest step after its product).
+fn bias_gelu(rows: &mut [f32], bias: &[f32]) {
+    let one = |row: &mut [f32]| {
+        for (v, b) in row.iter_mut().zip(bias) {
+            *v = gelu(*v + b);
+        }
+    };
+    if rows.len() >= 64 * bias.len() {
+        rows.par_chunks_mut(16 * bias.len())
+            .for_each(|block| block.chunks_mut(bias.len()).for_each(one));
+    } else {
+        rows.chunks_mut(bias.len()).for_each(one);
+    }
 }
 
 fn add_bias(rows: &mut [f32], bias: &[f32]) {
