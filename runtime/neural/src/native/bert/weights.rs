@@ -256,14 +256,6 @@ impl<'a> Consts<'a> {
         }
         Ok(Raw::F32(self.get(name, &[rows, cols])?))
     }
-
-    fn get_floats(&self, name: &str) -> Result<Vec<f32>> {
-        let t = self
-            .inits
-            .get(name)
-            .ok_or_else(|| invalid(format!("no initializer `{name}`")))?;
-        floats(t)
-    }
 }
 
 /// A weight matrix as read, before packing.
@@ -492,8 +484,8 @@ impl BertWeights {
             words,
             positions,
             types,
-            emb_ln_w: c.get_floats(&e("LayerNorm.weight"))?,
-            emb_ln_b: c.get_floats(&e("LayerNorm.bias"))?,
+            emb_ln_w: c.get(&e("LayerNorm.weight"), &[hidden])?,
+            emb_ln_b: c.get(&e("LayerNorm.bias"), &[hidden])?,
             layers,
         })
     }
