@@ -371,45 +371,25 @@ fn check(
         check: check.clone(),
         questions: ctx.golden.clone(),
     });
-    let deadline = Instant::now() + ctx.plan.criteria.check_timeout;
-    let mut pending: Vec<String> = ids.to_vec();
-    let mut answered = HashMap::new();
-    let mut sent_at: Option<Instant> = None;
-    while !pending.is_empty() && Instant::now() < deadline {
-        if sent_at.is_none_or(|t| t.elapsed() >= RESEND) {
-            for id in &pending {
-                ctx.watch
-                    .publish(&PushTopics::device(id).check(), payload.clone())?;
-            }
-            sent_at = Some(Instant::now());
-        }
-        std::thread::sleep(POLL);
-        pending.retain(|id| {
-            let Some(m) = ctx.watch.status(id) else {
-                return true;
-            };
-            let Some(s) = m.status.as_ref() else {
-                return true;
-            };
+    let answered = ask_until(
+        ctx,
+        ids,
+        |id| PushTopics::device(id).check(),
+        &payload,
+        |_, m| {
+            let s = m.status.as_ref()?;
             if s.digest != target {
-                answered.insert(
-                    id.clone(),
-                    Err(format!(
-                        "it runs {} {} now",
-                        s.bundle.name, s.bundle.version
-                    )),
-                );
-                return false;
+                return Some(Err(format!(
+                    "it runs {} {} now",
+                    s.bundle.name, s.bundle.version
+                )));
             }
             match &s.golden {
-                Some(g) if g.check == check => {
-                    answered.insert(id.clone(), Ok(m.clone()));
-                    false
-                }
-                _ => true,
+                Some(g) if g.check == check => Some(Ok(m.clone())),
+                _ => None,
             }
-        });
-    }
+        },
+    )?;
     let c = &ctx.plan.criteria;
     let secs = started.elapsed().as_secs_f64();
     let mut failing = HashMap::new();
@@ -419,7 +399,7 @@ fn check(
             continue;
         };
         d.seconds += secs;
-        match answered.remove(id) {
+        match answered.get(id).cloned() {
             None if !online => {
                 d.outcome = Outcome::Unreachable;
                 d.reason = Some("went offline after installing, before its golden check".into());
@@ -486,6 +466,42 @@ pub(crate) fn problems(s: &DeviceStatus, c: &Criteria) -> Vec<String> {
     out
 }
 
+/// Publishes `payload` to each device's `topic` (again every [`RESEND`]
+/// to those that have not acted) until `done` finds in its status what it
+/// waits for, or the check timeout passes: what `done` found, by device.
+fn ask_until<T>(
+    ctx: &Ctx,
+    ids: &[String],
+    topic: impl Fn(&str) -> String,
+    payload: &str,
+    mut done: impl FnMut(&str, &kgbox_protocol::StatusMessage) -> Option<T>,
+) -> Result<HashMap<String, T>> {
+    let deadline = Instant::now() + ctx.plan.criteria.check_timeout;
+    let mut pending: Vec<String> = ids.to_vec();
+    let mut found = HashMap::new();
+    let mut sent_at: Option<Instant> = None;
+    while !pending.is_empty() && Instant::now() < deadline {
+        if sent_at.is_none_or(|t| t.elapsed() >= RESEND) {
+            for id in &pending {
+                ctx.watch.publish(&topic(id), payload.to_string())?;
+            }
+            sent_at = Some(Instant::now());
+        }
+        std::thread::sleep(POLL);
+        pending.retain(|id| {
+            let got = ctx.watch.status(id).and_then(|m| done(id, &m));
+            match got {
+                Some(v) => {
+                    found.insert(id.clone(), v);
+                    false
+                }
+                None => true,
+            }
+        });
+    }
+    Ok(found)
+}
+
 /// Rolls back `ids` (an abort), all for one reason.
 pub(crate) fn roll_back(ctx: &Ctx, state: &mut State, ids: &[String], why: &str) -> Result<()> {
     let reasons = ids.iter().map(|id| (id.clone(), why.to_string())).collect();
@@ -508,30 +524,13 @@ fn roll_back_each(
         from: target.clone(),
         by: Some(state.rollout.clone()),
     });
-    let deadline = Instant::now() + ctx.plan.criteria.check_timeout;
-    let mut pending: Vec<String> = ids.to_vec();
-    let mut sent_at: Option<Instant> = None;
-    let mut back = HashMap::new();
-    while !pending.is_empty() && Instant::now() < deadline {
-        if sent_at.is_none_or(|t| t.elapsed() >= RESEND) {
-            for id in &pending {
-                ctx.watch
-                    .publish(&PushTopics::device(id).rollback(), payload.clone())?;
-            }
-            sent_at = Some(Instant::now());
-        }
-        std::thread::sleep(POLL);
-        pending.retain(|id| match ctx.watch.status(id) {
-            Some(m) if m.online => match running(&m) {
-                Some(r) if r.digest.as_deref() != Some(target.as_str()) => {
-                    back.insert(id.clone(), r);
-                    false
-                }
-                _ => true,
-            },
-            _ => true,
-        });
-    }
+    let mut back = ask_until(
+        ctx,
+        ids,
+        |id| PushTopics::device(id).rollback(),
+        &payload,
+        |_, m| running(m).filter(|r| m.online && r.digest.as_deref() != Some(target.as_str())),
+    )?;
     let secs = started.elapsed().as_secs_f64();
     for id in ids {
         let why = reasons.get(id).cloned().unwrap_or_default();

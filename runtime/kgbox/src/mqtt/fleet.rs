@@ -51,19 +51,8 @@ impl FleetRequests {
     /// done republishes the status (its results are in it); another while
     /// one runs is dropped (the rollout asks again).
     pub(crate) fn check(self: &Arc<Self>, payload: &[u8]) {
-        if payload.len() > MAX_REQUEST_BYTES {
-            tracing::warn!(
-                bytes = payload.len(),
-                "a golden-question check request over 1 MiB: ignored"
-            );
+        let Some(req) = parse::<CheckRequest>(payload, "golden-question check") else {
             return;
-        }
-        let req: CheckRequest = match serde_json::from_slice(payload) {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::warn!(error = %e, "a golden-question check request is not valid: ignored");
-                return;
-            }
         };
         if !valid_topic_level(&req.check) {
             tracing::warn!(check = %req.check, "a check id must be 1-64 characters of A-Z a-z 0-9 _ - .: ignored");
@@ -197,19 +186,8 @@ impl FleetRequests {
     /// `kgbox/{id}/bundle/rollback`: rolls back on a blocking thread when
     /// the bundle named is the one served.
     pub(crate) fn rollback(self: &Arc<Self>, payload: &[u8]) {
-        if payload.len() > MAX_REQUEST_BYTES {
-            tracing::warn!(
-                bytes = payload.len(),
-                "a rollback request over 1 MiB: ignored"
-            );
+        let Some(req) = parse::<RollbackRequest>(payload, "rollback") else {
             return;
-        }
-        let req: RollbackRequest = match serde_json::from_slice(payload) {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::warn!(error = %e, "a rollback request is not valid: ignored");
-                return;
-            }
         };
         let by = req.by.clone().unwrap_or_default();
         let deployer = self.deployer.clone();
@@ -223,6 +201,24 @@ impl FleetRequests {
             }
             Err(e) => tracing::error!(%by, error = %e, "cannot roll back on request"),
         });
+    }
+}
+
+/// A request's JSON, or `None` (logged) when it is too large or not valid.
+fn parse<T: serde::de::DeserializeOwned>(payload: &[u8], what: &str) -> Option<T> {
+    if payload.len() > MAX_REQUEST_BYTES {
+        tracing::warn!(
+            bytes = payload.len(),
+            "a {what} request over 1 MiB: ignored"
+        );
+        return None;
+    }
+    match serde_json::from_slice(payload) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            tracing::warn!(error = %e, "a {what} request is not valid: ignored");
+            None
+        }
     }
 }
 

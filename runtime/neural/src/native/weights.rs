@@ -56,41 +56,55 @@ fn invalid(msg: impl Into<String>) -> NeuralError {
 }
 
 fn floats(t: &TensorProto) -> Result<Vec<f32>> {
+    float_values(t).map_err(invalid)
+}
+
+/// An inline float32 initializer's values: as many as its dims say, all
+/// finite; else why not.
+pub(crate) fn float_values(t: &TensorProto) -> std::result::Result<Vec<f32>, String> {
     if t.data_type != DataType::Float as i32 {
-        return Err(invalid(format!("initializer `{}` is not float32", t.name)));
+        return Err(format!("initializer `{}` is not float32", t.name));
     }
     if !t.external_data.is_empty() {
-        return Err(invalid(format!(
+        return Err(format!(
             "initializer `{}` is stored outside the file",
             t.name
-        )));
+        ));
     }
     let want: usize = t
         .dims
         .iter()
         .map(|&d| usize::try_from(d).unwrap_or(usize::MAX))
         .try_fold(1usize, |a, d| a.checked_mul(d))
-        .ok_or_else(|| invalid(format!("initializer `{}` has bad dims", t.name)))?;
+        .ok_or_else(|| format!("initializer `{}` has bad dims", t.name))?;
     let values = if t.raw_data.is_empty() {
         t.float_data.clone()
     } else {
-        crate::f32le::decode_f32s(&t.raw_data)?
+        crate::f32le::decode_f32s(&t.raw_data).map_err(|e| e.to_string())?
     };
     if values.len() != want {
-        return Err(invalid(format!(
+        return Err(format!(
             "initializer `{}` holds {} values for dims {:?}",
             t.name,
             values.len(),
             t.dims
-        )));
+        ));
     }
     if values.iter().any(|v| !v.is_finite()) {
-        return Err(invalid(format!(
-            "initializer `{}` holds NaN or infinity",
-            t.name
-        )));
+        return Err(format!("initializer `{}` holds NaN or infinity", t.name));
     }
     Ok(values)
+}
+
+/// An ONNX file's model proto and its graph.
+pub(crate) fn read_proto(onnx: &[u8]) -> Result<ModelProto> {
+    let proto: ModelProto = tract_onnx::onnx()
+        .proto_model_for_read(&mut Cursor::new(onnx))
+        .map_err(|e| NeuralError::Load(format!("{e:#}")))?;
+    if proto.graph.is_none() {
+        return Err(NeuralError::Invalid("the ONNX file has no graph".into()));
+    }
+    Ok(proto)
 }
 
 struct Initializers<'a>(HashMap<&'a str, &'a TensorProto>);
@@ -114,9 +128,7 @@ impl Initializers<'_> {
 impl Weights {
     /// Reads the weights of an exported entity model of `dim`-wide states.
     pub fn from_onnx(onnx: &[u8], dim: usize) -> Result<Weights> {
-        let proto: ModelProto = tract_onnx::onnx()
-            .proto_model_for_read(&mut Cursor::new(onnx))
-            .map_err(|e| NeuralError::Load(format!("{e:#}")))?;
+        let proto = read_proto(onnx)?;
         let graph = proto
             .graph
             .as_ref()

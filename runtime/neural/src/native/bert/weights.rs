@@ -12,10 +12,8 @@
 //! reason, so the caller can fall back to an ONNX engine.
 
 use std::collections::HashMap;
-use std::io::Cursor;
 
-use tract_onnx::pb::{tensor_proto::DataType, ModelProto, NodeProto, TensorProto};
-use tract_onnx::prelude::Framework;
+use tract_onnx::pb::{tensor_proto::DataType, NodeProto, TensorProto};
 
 use super::gemm::{Matrix, Packed};
 use crate::{NeuralError, Result};
@@ -101,24 +99,7 @@ fn count(t: &TensorProto) -> Result<usize> {
 }
 
 fn floats(t: &TensorProto) -> Result<Vec<f32>> {
-    if t.data_type != DataType::Float as i32 || !t.external_data.is_empty() {
-        return Err(invalid(format!(
-            "initializer `{}` is not inline float32",
-            t.name
-        )));
-    }
-    let values = if t.raw_data.is_empty() {
-        t.float_data.clone()
-    } else {
-        crate::f32le::decode_f32s(&t.raw_data)?
-    };
-    if values.len() != count(t)? || values.iter().any(|v| !v.is_finite()) {
-        return Err(invalid(format!(
-            "initializer `{}` does not hold its dims' finite values",
-            t.name
-        )));
-    }
-    Ok(values)
+    crate::native::weights::float_values(t).map_err(invalid)
 }
 
 fn int8s(t: &TensorProto) -> Result<Vec<i8>> {
@@ -348,9 +329,7 @@ fn bias_part(name: &str) -> Option<(usize, Part, &str)> {
 
 impl BertWeights {
     pub fn from_onnx(onnx: &[u8]) -> Result<BertWeights> {
-        let proto: ModelProto = tract_onnx::onnx()
-            .proto_model_for_read(&mut Cursor::new(onnx))
-            .map_err(|e| NeuralError::Load(format!("{e:#}")))?;
+        let proto = crate::native::weights::read_proto(onnx)?;
         let graph = proto
             .graph
             .as_ref()
