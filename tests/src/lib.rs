@@ -254,6 +254,21 @@ pub fn resign(
     out
 }
 
+/// The port of a `kgbox serve` log line "listening on http://127.0.0.1:PORT"
+/// (or https), in any log format.
+fn listening_port(line: &str) -> Option<u16> {
+    let rest = line.split("listening on http").nth(1)?;
+    let rest = rest.strip_prefix('s').unwrap_or(rest);
+    let addr = rest.strip_prefix("://")?;
+    let port: String = addr
+        .split_once(':')
+        .map(|(_, p)| p)?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    port.parse().ok()
+}
+
 /// A free loopback port (bound then released).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -271,9 +286,18 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `cmd` (a `kgbox ... serve`) on a free port and waits for /readyz.
-    pub fn start(mut cmd: Command) -> Server {
-        let port = free_port();
+    /// Starts `cmd` (a `kgbox ... serve`) on a port the system picks
+    /// (`--listen 127.0.0.1:0`), reads the port from its "listening on" log
+    /// line and waits for /readyz. No port is chosen beforehand, so two
+    /// servers started at once can never race for one.
+    pub fn start(cmd: Command) -> Server {
+        Server::start_on(cmd, 0)
+    }
+
+    /// [`Server::start`] on `port`; 0 lets the system pick one, which needs
+    /// the info-level log line (a server whose log level hides it needs a
+    /// port given here, from [`free_port`]).
+    pub fn start_on(mut cmd: Command, port: u16) -> Server {
         cmd.arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
             .stdin(Stdio::null())
@@ -281,12 +305,17 @@ impl Server {
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn kgbox serve");
         let log = Arc::new(Mutex::new(String::new()));
+        let (port_tx, port_rx) = std::sync::mpsc::channel();
         if let Some(err) = child.stderr.take() {
             let log = log.clone();
             std::thread::spawn(move || {
                 for line in BufReader::new(err).lines().map_while(Result::ok) {
-                    log.lock().unwrap().push_str(&line);
-                    log.lock().unwrap().push('\n');
+                    if let Some(port) = listening_port(&line) {
+                        let _ = port_tx.send(port);
+                    }
+                    let mut log = log.lock().unwrap();
+                    log.push_str(&line);
+                    log.push('\n');
                 }
             });
         }
@@ -296,15 +325,20 @@ impl Server {
             if let Ok(Some(status)) = server.child.try_wait() {
                 panic!("kgbox serve exited with {status}: {}", server.log());
             }
-            if let Ok((200, _)) = server.try_get("/readyz") {
+            if server.port == 0 {
+                if let Ok(port) = port_rx.recv_timeout(Duration::from_millis(20)) {
+                    server.port = port;
+                }
+            } else if let Ok((200, _)) = server.try_get("/readyz") {
                 return server;
+            } else {
+                std::thread::sleep(Duration::from_millis(20));
             }
             assert!(
                 Instant::now() < deadline,
                 "kgbox serve not ready after 30 s: {}",
                 server.log()
             );
-            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
@@ -377,6 +411,11 @@ impl Server {
     /// The server's process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// How the process ended, or `None` while it runs.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
     }
 
     /// Kills the process at once (SIGKILL: no clean shutdown) and waits for it.

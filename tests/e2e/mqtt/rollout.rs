@@ -96,7 +96,7 @@ impl Fleet {
                 });
             }
         });
-        let fleet = Fleet {
+        let mut fleet = Fleet {
             work,
             keys,
             broker,
@@ -107,7 +107,7 @@ impl Fleet {
     }
 
     /// Waits until `n` devices report online, by `fleet status`.
-    pub fn wait_online(&self, n: usize) -> BTreeMap<String, Value> {
+    pub fn wait_online(&mut self, n: usize) -> BTreeMap<String, Value> {
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
             let rows = self.fleet_status();
@@ -115,12 +115,46 @@ impl Fleet {
             if online >= n {
                 return rows;
             }
-            assert!(
-                Instant::now() < deadline,
-                "only {online} of {n} devices online: {rows:?}"
-            );
+            if Instant::now() >= deadline {
+                panic!(
+                    "only {online} of {n} devices online\n{}",
+                    self.offline_report(&rows)
+                );
+            }
             std::thread::sleep(Duration::from_millis(500));
         }
+    }
+
+    /// For each device `fleet status` does not show online: its row, whether
+    /// its process runs, and the end of its log; then the broker's log.
+    fn offline_report(&mut self, rows: &BTreeMap<String, Value>) -> String {
+        let mut out = String::new();
+        for (id, _, server) in &mut self.devices {
+            if rows.get(id.as_str()).is_some_and(|r| r["online"] == true) {
+                continue;
+            }
+            let process = match server.as_mut() {
+                None => "not started (killed by the test)".to_string(),
+                Some(s) => match s.exited() {
+                    Some(status) => format!("exited with {status}"),
+                    None => "running".to_string(),
+                },
+            };
+            let log = server.as_ref().map(Server::log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(15).collect();
+            out.push_str(&format!(
+                "{id}: row {:?}, process {process}, log ends:\n{}\n",
+                rows.get(id.as_str()),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            ));
+        }
+        let log = self.broker.log();
+        let tail: Vec<&str> = log.lines().rev().take(40).collect();
+        out.push_str(&format!(
+            "mosquitto log ends:\n{}",
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        ));
+        out
     }
 
     /// `kgbox-pack fleet status --json`, by device.

@@ -334,7 +334,8 @@ fn text_log_is_not_coloured_and_has_one_access_line_per_request() {
 fn log_level_filters_access_lines_and_rust_log_wins() {
     // `warn`: no access lines (they are `info`).
     let device = Device::new(&[], "[log]\nlevel = \"warn\"\nformat = \"json\"\n");
-    let server = device.serve();
+    // The log hides the "listening on" line: the port is given.
+    let server = Server::start_on(device.command(&["serve"]), free_port());
     assert_eq!(server.get("/healthz").0, 200);
     std::thread::sleep(Duration::from_millis(500));
     let log = server.log();
@@ -343,7 +344,7 @@ fn log_level_filters_access_lines_and_rust_log_wins() {
     // RUST_LOG wins over log.level.
     let mut cmd = device.command(&["serve"]);
     cmd.env("RUST_LOG", "warn,kgbox::access=info");
-    let server = Server::start(cmd);
+    let server = Server::start_on(cmd, free_port());
     let reply = server.send("GET", "/healthz", &[("x-request-id", "rust-log-1")], None);
     assert_eq!(reply.header("x-request-id"), Some("rust-log-1"));
     let deadline = Instant::now() + Duration::from_secs(30);
