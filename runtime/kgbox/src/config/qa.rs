@@ -92,6 +92,11 @@ pub struct LlmConfig {
     /// Keep llama.cpp's state for the prompts' common start (instructions,
     /// demonstrations) and evaluate only each question's own tokens.
     pub local_prompt_cache: bool,
+    /// Prompt starts kept at most (each a few MB of the model's state).
+    pub local_prompt_cache_entries: usize,
+    /// Decode the planners' replies as choices between the texts they may
+    /// take, the text between choices in one batch.
+    pub local_choice_decoding: bool,
 }
 
 impl Default for LlmConfig {
@@ -109,6 +114,8 @@ impl Default for LlmConfig {
             local_threads: 2,
             local_context: 2048,
             local_prompt_cache: true,
+            local_prompt_cache_entries: 16,
+            local_choice_decoding: true,
         }
     }
 }

@@ -11,8 +11,11 @@
 //!   samples ([`ChatBackend::sample`]) reuse the evaluated prompt and are
 //!   drawn at [`SAMPLE_TEMPERATURE`] until [`enough_samples`]; each reply
 //!   carries the model's log-probability of its tokens.
-//! * A [`Constraint::JsonSchema`] becomes a GBNF grammar
-//!   ([`json_schema_to_gbnf`]) that constrains the decoding.
+//! * A [`Constraint::JsonSchema`] of the planners' kind (an object of
+//!   string enums and short arrays of them, see [`Shape`]) is decoded as a
+//!   sequence of choices ([`shaped`]): the model runs only where the reply
+//!   may differ. Any other schema becomes a GBNF grammar
+//!   ([`json_schema_to_gbnf`]) that constrains the decoding token by token.
 
 use std::fmt;
 use std::fs::File;
@@ -22,8 +25,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use llama_cpp_2::context::params::LlamaContextParams;
-use llama_cpp_2::context::session::{LlamaStateSeqFlags, SeqState};
-use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
@@ -35,6 +36,7 @@ use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::{send_logs_to_tracing, LogOptions};
 
 use super::gbnf::json_schema_to_gbnf;
+use super::shape::Shape;
 use super::{
     enough_samples, ChatBackend, ChatRequest, Constraint, LlmError, Message, Sample,
     SAMPLE_TEMPERATURE,
@@ -54,6 +56,13 @@ pub struct LocalOptions {
     /// Keep the evaluated state of the prompts' common start (see
     /// [`PromptCache`]) and evaluate only what follows it (default on).
     pub prompt_cache: bool,
+    /// Starts kept at most (default 16; each holds the model's state for
+    /// its tokens: about 23 KB a token for SmolLM2-135M, 4 MB for a
+    /// 180-token start).
+    pub prompt_cache_entries: usize,
+    /// Decode replies of a [`Shape`] as choices, the forced text between
+    /// them in one batch (default on); off, every schema is a grammar.
+    pub choice_decoding: bool,
 }
 
 impl LocalOptions {
@@ -74,6 +83,8 @@ impl Default for LocalOptions {
             context: 2048,
             seed: 0,
             prompt_cache: true,
+            prompt_cache_entries: 16,
+            choice_decoding: true,
         }
     }
 }
@@ -88,29 +99,6 @@ pub struct LocalModel {
     busy: Mutex<PromptCache>,
 }
 
-/// Prompts share a long start (the instructions and the demonstrations; only
-/// the question at the end changes). The state llama.cpp computed for that
-/// start (its KV cache) is kept, and a prompt that begins with it restores it
-/// and evaluates only its own tokens: a copy of a few MB instead of hundreds
-/// of tokens through the model. The start is learned from the prompts: the
-/// tokens a prompt has in common with the one before (or with the start
-/// kept), when at least [`MIN_PREFIX`] tokens.
-#[derive(Default)]
-pub struct PromptCache {
-    prefix: Option<(Vec<LlamaToken>, SeqState)>,
-    last: Vec<LlamaToken>,
-    /// Prompts that restored the kept start, and prompts evaluated whole.
-    pub hits: u64,
-    pub misses: u64,
-}
-
-/// The shortest common start worth keeping, tokens.
-const MIN_PREFIX: usize = 32;
-
-fn common_start(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
 impl fmt::Debug for LocalModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LocalModel")
@@ -118,6 +106,11 @@ impl fmt::Debug for LocalModel {
             .finish_non_exhaustive()
     }
 }
+
+mod prompt_cache;
+mod shaped;
+
+pub use prompt_cache::PromptCache;
 
 fn local(message: impl Into<String>) -> LlmError {
     LlmError::Local(message.into())
@@ -134,25 +127,6 @@ fn backend() -> Result<&'static LlamaBackend, LlmError> {
         })
         .as_ref()
         .map_err(|e| local(format!("cannot initialise the llama.cpp backend: {e}")))
-}
-
-/// Decodes `tokens[from..]` at their positions, with the logits of the last.
-fn decode_from(
-    ctx: &mut LlamaContext<'_>,
-    batch: &mut LlamaBatch,
-    tokens: &[LlamaToken],
-    from: usize,
-) -> Result<(), LlmError> {
-    batch.clear();
-    let last = tokens.len().saturating_sub(1);
-    for (i, &t) in tokens.iter().enumerate().skip(from) {
-        let pos = i32::try_from(i).map_err(|_| local("the prompt is too long"))?;
-        batch
-            .add(t, pos, &[0], i == last)
-            .map_err(|e| local(format!("cannot batch the prompt: {e}")))?;
-    }
-    ctx.decode(batch)
-        .map_err(|e| local(format!("llama.cpp cannot decode the prompt: {e}")))
 }
 
 /// The first bytes of every GGUF file.
@@ -226,8 +200,9 @@ impl LocalModel {
         &self.options
     }
 
-    /// The prompt text for `messages`: the model's chat template, or ChatML.
-    fn render_prompt(&self, messages: &[Message]) -> Result<String, LlmError> {
+    /// The prompt text for `messages`: the model's chat template, or ChatML;
+    /// with the start of the assistant's turn when `reply`.
+    fn render_prompt(&self, messages: &[Message], reply: bool) -> Result<String, LlmError> {
         let messages = merge_system_messages(messages);
         if messages.is_empty() {
             return Err(local("the request has no messages"));
@@ -249,8 +224,8 @@ impl LocalModel {
             .model
             .chat_template(None)
             .ok()
-            .and_then(|template| self.model.apply_chat_template(&template, &chat, true).ok());
-        Ok(rendered.unwrap_or_else(|| chatml(&messages)))
+            .and_then(|template| self.model.apply_chat_template(&template, &chat, reply).ok());
+        Ok(rendered.unwrap_or_else(|| chatml(&messages, reply)))
     }
 
     /// `n` replies to `prompt`: the first greedy, the others sampled at
@@ -262,6 +237,7 @@ impl LocalModel {
         &self,
         req: &ChatRequest,
         prompt: &str,
+        stable: Option<&str>,
         n: usize,
         cache: &mut PromptCache,
     ) -> Result<Vec<(String, bool, f32)>, LlmError> {
@@ -289,9 +265,17 @@ impl LocalModel {
                 tokens.len()
             )));
         }
+        let shape = match &req.constraint {
+            Constraint::JsonSchema { schema, .. } if self.options.choice_decoding => {
+                Shape::from_schema(schema)
+            }
+            _ => None,
+        };
         let grammar = match &req.constraint {
-            Constraint::None => None,
-            Constraint::JsonSchema { name, schema } => Some((name, json_schema_to_gbnf(schema)?)),
+            Constraint::JsonSchema { name, schema } if shape.is_none() => {
+                Some((name, json_schema_to_gbnf(schema)?))
+            }
+            _ => None,
         };
         // Reply `i`'s samplers: the grammar's (which masks the tokens it
         // does not allow), then the one that picks a token.
@@ -318,6 +302,21 @@ impl LocalModel {
             Ok((grammar, pick))
         };
 
+        // The prompt's start before its last message, in tokens, when the
+        // prompt's tokens begin with it.
+        let stable = stable
+            .filter(|s| prompt.starts_with(s))
+            .map(|s| vocab.tokenize(s.as_bytes(), true, true))
+            .filter(|s| tokens.starts_with(s))
+            .map_or(0, |s| s.len());
+        // A context as large as this prompt and its reply need (in steps
+        // of 256 tokens), not the configured most: it is made for each
+        // request, and a smaller one is made faster.
+        let needed = u64::from(n_prompt.unsigned_abs()) + u64::from(req.max_tokens) + 1;
+        let n_ctx = u32::try_from(needed.div_ceil(256) * 256)
+            .unwrap_or(n_ctx)
+            .min(n_ctx);
+        let n_ctx_i32 = i32::try_from(n_ctx).unwrap_or(i32::MAX);
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n_ctx))
             .with_n_batch(n_ctx)
@@ -329,8 +328,14 @@ impl LocalModel {
             .new_context(backend, params)
             .map_err(|e| local(format!("cannot create a llama.cpp context: {e}")))?;
 
-        let mut batch = LlamaBatch::new(tokens.len().max(1), 1);
-        self.evaluate_prompt(&mut ctx, &mut batch, &tokens, cache)?;
+        // Room for the prompt, or for a reply's forced text in one batch.
+        let mut batch = LlamaBatch::new(tokens.len().max(512), 1);
+        let capacity = if self.options.prompt_cache {
+            self.options.prompt_cache_entries
+        } else {
+            0
+        };
+        cache.evaluate(&mut ctx, &mut batch, &tokens, stable, capacity)?;
 
         let budget = i64::from(req.max_tokens).min(i64::from(n_ctx_i32 - n_prompt));
         let mut replies: Vec<(String, bool, f32)> = Vec::with_capacity(n);
@@ -360,6 +365,13 @@ impl LocalModel {
                     .map_err(|e| local(format!("llama.cpp cannot decode the prompt: {e}")))?;
             }
             let (mut grammar, mut pick) = samplers(i)?;
+            if let Some(shape) = &shape {
+                let model = &self.model;
+                replies.push(shaped::reply(
+                    model, &mut ctx, &mut batch, shape, n_prompt, budget, &mut pick,
+                )?);
+                continue;
+            }
             let mut pos = n_prompt;
             let mut out = Vec::new();
             let mut finished = false;
@@ -423,60 +435,6 @@ impl LocalModel {
         Ok(replies)
     }
 
-    /// Evaluates the prompt `tokens` into `ctx` (the logits of its last
-    /// token in `batch`), from the kept start when the prompt begins with
-    /// it; then keeps the start it shares with the prompts before.
-    fn evaluate_prompt(
-        &self,
-        ctx: &mut LlamaContext<'_>,
-        batch: &mut LlamaBatch,
-        tokens: &[LlamaToken],
-        cache: &mut PromptCache,
-    ) -> Result<(), LlmError> {
-        let use_cache = self.options.prompt_cache;
-        let mut from = 0;
-        if let Some((start, state)) = cache.prefix.as_ref().filter(|_| use_cache) {
-            if start.len() < tokens.len() && tokens.starts_with(start) {
-                if ctx.state_seq_set(state, 0).is_ok() {
-                    from = start.len();
-                } else {
-                    // A failed restore may leave part of it: start clean.
-                    let _ = ctx.clear_kv_cache_seq(Some(0), None, None);
-                    cache.prefix = None;
-                }
-            }
-        }
-        decode_from(ctx, batch, tokens, from)?;
-        if !use_cache {
-            return Ok(());
-        }
-        if from > 0 {
-            cache.hits += 1;
-        } else {
-            cache.misses += 1;
-            // The start this prompt shares with the kept one (it shrinks
-            // to the part that does not change), else with the last prompt.
-            let other = match &cache.prefix {
-                Some((start, _)) => start.as_slice(),
-                None => cache.last.as_slice(),
-            };
-            let common = common_start(tokens, other).min(tokens.len() - 1);
-            if common >= MIN_PREFIX {
-                // Keep positions [0, common) only, save them, then evaluate
-                // the rest again for this prompt's logits.
-                ctx.clear_kv_cache_seq(Some(0), Some(common as u32), None)
-                    .map_err(|e| local(format!("cannot trim the cache: {e}")))?;
-                match ctx.state_seq_get(0, LlamaStateSeqFlags::empty()) {
-                    Ok(state) => cache.prefix = Some((tokens[..common].to_vec(), state)),
-                    Err(_) => cache.prefix = None,
-                }
-                decode_from(ctx, batch, tokens, common)?;
-            }
-        }
-        cache.last = tokens.to_vec();
-        Ok(())
-    }
-
     /// The prompt cache's hits and misses so far.
     pub fn prompt_cache_counts(&self) -> (u64, u64) {
         let c = self.busy.lock().unwrap_or_else(|e| e.into_inner());
@@ -489,11 +447,18 @@ impl LocalModel {
         if req.max_tokens == 0 {
             return Err(local("max_tokens is 0"));
         }
-        let prompt = self.render_prompt(&req.messages)?;
+        let prompt = self.render_prompt(&req.messages, true)?;
+        // The prompt before the question: what later prompts may share.
+        let stable = match req.messages.split_last() {
+            Some((last, before)) if last.role == "user" && !before.is_empty() => {
+                self.render_prompt(before, false).ok()
+            }
+            _ => None,
+        };
         let replies = {
             // A panic while holding the lock leaves nothing half-done to see.
             let mut cache = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-            self.generate(req, &prompt, n, &mut cache)?
+            self.generate(req, &prompt, stable.as_deref(), n, &mut cache)?
         };
         let mut out = Vec::new();
         let mut first_error = None;
@@ -588,7 +553,7 @@ pub fn merge_system_messages(messages: &[Message]) -> Vec<Message> {
 }
 
 /// ChatML, for models without a usable chat template.
-fn chatml(messages: &[Message]) -> String {
+fn chatml(messages: &[Message], reply: bool) -> String {
     let mut out = String::new();
     for m in messages {
         out.push_str("<|im_start|>");
@@ -597,7 +562,9 @@ fn chatml(messages: &[Message]) -> String {
         out.push_str(&m.content);
         out.push_str("<|im_end|>\n");
     }
-    out.push_str("<|im_start|>assistant\n");
+    if reply {
+        out.push_str("<|im_start|>assistant\n");
+    }
     out
 }
 
@@ -634,7 +601,7 @@ mod tests {
     #[test]
     fn chatml_fallback() {
         assert_eq!(
-            chatml(&[Message::user("Hi")]),
+            chatml(&[Message::user("Hi")], true),
             "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
         );
     }

@@ -11,6 +11,7 @@ pub mod openai;
 pub mod policy;
 #[cfg(test)]
 pub(crate) mod scripted;
+pub mod shape;
 
 use serde::{Deserialize, Serialize};
 

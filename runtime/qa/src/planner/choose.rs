@@ -123,8 +123,10 @@ impl Choice {
     }
 }
 
+/// A reply as the local model writes it (`{"path": "..."}`, see
+/// [`crate::llm::shape`]).
 fn reply_json(path: &str) -> String {
-    json!({ "path": path }).to_string()
+    format!("{{\"path\": {}}}", json!(path))
 }
 
 /// The model's log-probability of each of `n` options from its candidates
