@@ -368,7 +368,13 @@ impl LocalModel {
             if let Some(shape) = &shape {
                 let model = &self.model;
                 replies.push(shaped::reply(
-                    model, &mut ctx, &mut batch, shape, n_prompt, budget, &mut pick,
+                    model,
+                    &mut ctx,
+                    &mut batch,
+                    shape,
+                    tokens.len(),
+                    budget,
+                    &mut pick,
                 )?);
                 continue;
             }

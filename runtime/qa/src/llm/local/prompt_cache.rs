@@ -45,24 +45,35 @@ fn common_start(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
+/// Decodes `tokens` at positions from `first` on, with the logits of the
+/// last.
+pub(super) fn decode_at(
+    ctx: &mut LlamaContext<'_>,
+    batch: &mut LlamaBatch,
+    tokens: &[LlamaToken],
+    first: usize,
+) -> Result<(), LlmError> {
+    batch.clear();
+    for (i, &t) in tokens.iter().enumerate() {
+        let pos = i32::try_from(first + i).map_err(|_| local("the prompt is too long"))?;
+        batch
+            .add(t, pos, &[0], i + 1 == tokens.len())
+            .map_err(|e| local(format!("cannot batch the prompt: {e}")))?;
+    }
+    ctx.decode(batch)
+        .map_err(|e| local(format!("llama.cpp cannot decode the prompt: {e}")))
+}
+
 /// Decodes `tokens[from..to]` at their positions, with the logits of the
 /// last.
-pub(super) fn decode_range(
+fn decode_range(
     ctx: &mut LlamaContext<'_>,
     batch: &mut LlamaBatch,
     tokens: &[LlamaToken],
     from: usize,
     to: usize,
 ) -> Result<(), LlmError> {
-    batch.clear();
-    for (i, &t) in tokens.iter().enumerate().take(to).skip(from) {
-        let pos = i32::try_from(i).map_err(|_| local("the prompt is too long"))?;
-        batch
-            .add(t, pos, &[0], i + 1 == to)
-            .map_err(|e| local(format!("cannot batch the prompt: {e}")))?;
-    }
-    ctx.decode(batch)
-        .map_err(|e| local(format!("llama.cpp cannot decode the prompt: {e}")))
+    decode_at(ctx, batch, &tokens[from..to], from)
 }
 
 impl PromptCache {

@@ -16,27 +16,10 @@ use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
 
+use super::prompt_cache::decode_at;
 use super::{local, log_sum_exp};
 use crate::llm::shape::{Hypotheses, Next, Shape};
 use crate::llm::LlmError;
-
-/// Evaluates `pending` from position `pos`, with the logits of the last.
-fn decode_pending(
-    ctx: &mut LlamaContext<'_>,
-    batch: &mut LlamaBatch,
-    pending: &[LlamaToken],
-    pos: i32,
-) -> Result<(), LlmError> {
-    batch.clear();
-    for (i, &t) in pending.iter().enumerate() {
-        let at = pos + i32::try_from(i).map_err(|_| local("the reply is too long"))?;
-        batch
-            .add(t, at, &[0], i + 1 == pending.len())
-            .map_err(|e| local(format!("cannot batch the reply: {e}")))?;
-    }
-    ctx.decode(batch)
-        .map_err(|e| local(format!("llama.cpp cannot decode the reply: {e}")))
-}
 
 /// One reply of `shape`, the prompt evaluated (its last logits in
 /// `batch`) up to position `pos`: (text, complete, log-probability).
@@ -46,7 +29,7 @@ pub(super) fn reply(
     ctx: &mut LlamaContext<'_>,
     batch: &mut LlamaBatch,
     shape: &Shape,
-    mut pos: i32,
+    mut pos: usize,
     budget: i64,
     pick: &mut LlamaSampler,
 ) -> Result<(String, bool, f32), LlmError> {
@@ -65,8 +48,8 @@ pub(super) fn reply(
             }
             Next::Choose(allowed) => {
                 if !pending.is_empty() {
-                    decode_pending(ctx, batch, &pending, pos)?;
-                    pos += i32::try_from(pending.len()).unwrap_or(i32::MAX);
+                    decode_at(ctx, batch, &pending, pos)?;
+                    pos += pending.len();
                     pending.clear();
                 }
                 let logits = ctx.get_logits_ith(batch.n_tokens() - 1);
