@@ -22,8 +22,15 @@ fn main() {
         })
         .flatten()
         .collect();
-    names.sort_unstable();
-    names.dedup();
+    // ORDER=file: in the order of first appearance (entity id order, as
+    // the packer has them); otherwise sorted.
+    if std::env::var("ORDER").is_ok_and(|o| o == "file") {
+        let mut seen = std::collections::HashSet::new();
+        names.retain(|n| seen.insert(*n));
+    } else {
+        names.sort_unstable();
+        names.dedup();
+    }
     names.truncate(limit);
     let tokenizer = kgbox_neural::encoder::load_tokenizer(&tok).unwrap();
     let t = std::time::Instant::now();
@@ -37,7 +44,15 @@ fn main() {
     let encoder =
         kgbox_neural::Encoder::load(kind, kgbox_neural::Device::Cpu, &onnx, &tok).unwrap();
     let t = std::time::Instant::now();
-    let v = encoder.embed(&names).unwrap();
+    // CHUNK=N: in chunks of N names, as the packer passes them.
+    let chunk: usize = std::env::var("CHUNK")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(names.len().max(1));
+    let mut v = Vec::new();
+    for c in names.chunks(chunk) {
+        v.extend(encoder.embed(c).unwrap());
+    }
     let s = t.elapsed().as_secs_f64();
     println!(
         "{} names in {s:.2} s: {:.0} names/s on {}; {:.2} tokens per name; tokenizing alone {tok_s:.2} s",

@@ -14,6 +14,8 @@
 pub mod gemm;
 pub mod weights;
 
+use std::sync::Mutex;
+
 use rayon::prelude::*;
 
 use crate::engine::api::{Arg, Engine};
@@ -25,6 +27,10 @@ use weights::Layer;
 pub struct BertEngine {
     w: BertWeights,
     inputs: Vec<String>,
+    /// Scratch space of finished runs, reused by the next ones (a run
+    /// allocating its own megabytes each time spends much of its time in
+    /// page faults where large blocks are mapped and unmapped).
+    scratch: Mutex<Vec<Buffers>>,
 }
 
 impl BertEngine {
@@ -43,7 +49,11 @@ impl BertEngine {
                 )));
             }
         }
-        Ok(BertEngine { w, inputs })
+        Ok(BertEngine {
+            w,
+            inputs,
+            scratch: Mutex::new(Vec::new()),
+        })
     }
 
     pub fn weights(&self) -> &BertWeights {
@@ -177,14 +187,20 @@ impl BertEngine {
             }
             layer_norm(row, &w.emb_ln_w, &w.emb_ln_b, w.eps);
         }
-        let mut buf = Buffers {
-            qkv: vec![0f32; rows * 3 * h],
-            ctx: vec![0f32; rows * h],
-            up: vec![0f32; rows * w.inter],
-            tmp: vec![0f32; rows * h],
-        };
+        let mut buf = self
+            .scratch
+            .lock()
+            .ok()
+            .and_then(|mut kept| kept.pop())
+            .unwrap_or_default();
+        buf.size(rows, h, w.inter);
         for layer in &w.layers {
             self.layer(layer, &mut x, &tokens, &mut buf);
+        }
+        if let Ok(mut kept) = self.scratch.lock() {
+            if kept.len() < MAX_SCRATCH {
+                kept.push(buf);
+            }
         }
         let mut out = vec![0f32; batch * seq * h];
         for (row, &i) in x.chunks(h).zip(&tokens.at) {
@@ -210,12 +226,27 @@ impl BertEngine {
     }
 }
 
+/// Scratch spaces kept for reuse (one per run at the same time).
+const MAX_SCRATCH: usize = 4;
+
 /// A layer's scratch space.
+#[derive(Default)]
 struct Buffers {
     qkv: Vec<f32>,
     ctx: Vec<f32>,
     up: Vec<f32>,
     tmp: Vec<f32>,
+}
+
+impl Buffers {
+    /// Sized for `rows` tokens (each buffer is written whole before it is
+    /// read, so what an earlier run left in it does not matter).
+    fn size(&mut self, rows: usize, h: usize, inter: usize) {
+        self.qkv.resize(rows * 3 * h, 0.0);
+        self.ctx.resize(rows * h, 0.0);
+        self.up.resize(rows * inter, 0.0);
+        self.tmp.resize(rows * h, 0.0);
+    }
 }
 
 /// Self-attention of each text over its own tokens: `ctx` from the rows of
