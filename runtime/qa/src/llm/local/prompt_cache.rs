@@ -64,18 +64,6 @@ pub(super) fn decode_at(
         .map_err(|e| local(format!("llama.cpp cannot decode the prompt: {e}")))
 }
 
-/// Decodes `tokens[from..to]` at their positions, with the logits of the
-/// last.
-fn decode_range(
-    ctx: &mut LlamaContext<'_>,
-    batch: &mut LlamaBatch,
-    tokens: &[LlamaToken],
-    from: usize,
-    to: usize,
-) -> Result<(), LlmError> {
-    decode_at(ctx, batch, &tokens[from..to], from)
-}
-
 impl PromptCache {
     /// Evaluates the prompt `tokens` into `ctx` (the logits of its last
     /// token in `batch`) from the longest kept start it begins with, and
@@ -91,7 +79,7 @@ impl PromptCache {
         capacity: usize,
     ) -> Result<(), LlmError> {
         if capacity == 0 {
-            return decode_range(ctx, batch, tokens, 0, tokens.len());
+            return decode_at(ctx, batch, tokens, 0);
         }
         let mut from = 0;
         let best = self
@@ -135,7 +123,7 @@ impl PromptCache {
         cuts.sort_unstable();
         cuts.dedup();
         for cut in cuts {
-            decode_range(ctx, batch, tokens, from, cut)?;
+            decode_at(ctx, batch, &tokens[from..cut], from)?;
             from = cut;
             if let Ok(state) = ctx.state_seq_get(0, LlamaStateSeqFlags::empty()) {
                 if self.starts.len() >= capacity {
@@ -147,7 +135,7 @@ impl PromptCache {
                 });
             }
         }
-        decode_range(ctx, batch, tokens, from, tokens.len())?;
+        decode_at(ctx, batch, &tokens[from..], from)?;
         self.last = tokens.to_vec();
         Ok(())
     }
