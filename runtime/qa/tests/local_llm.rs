@@ -389,3 +389,47 @@ fn the_prompt_cache_keeps_one_start_per_kind_of_question_up_to_its_size() {
     assert_eq!(kept, one);
     assert_eq!(kept, none);
 }
+
+#[test]
+fn q4_1_weights_run_as_q8_0_unless_switched_off_and_plan_alike() {
+    use kgbox_qa::llm::local::Requantize;
+    let Some((default, off)) = two_models(|o| o.requantize = Requantize::Off) else {
+        return;
+    };
+    if off.weights() == "Q4_1" {
+        assert_eq!(default.weights(), "Q8_0", "auto rewrites Q4_1");
+    } else {
+        assert_eq!(
+            default.weights(),
+            off.weights(),
+            "auto leaves other formats"
+        );
+    }
+    let Some(path) = test_model() else { return };
+    let q4 = LocalModel::load(&LocalOptions {
+        requantize: Requantize::Q4_0,
+        ..LocalOptions::new(&path)
+    })
+    .expect("the model loads as Q4_0");
+    assert_eq!(q4.weights(), "Q4_0");
+
+    let guide = Guide {
+        demos: vec![
+            shown("when was [Alien] released", "Alien", &["release_year"]),
+            shown("who directed [Witness]", "Witness", &["directed_by"]),
+        ],
+        topics: vec!["Heat".into()],
+        relations: vec!["release_year".into(), "directed_by".into()],
+    };
+    let req = plan_request(&guide, "who was the director of [Heat]");
+    for model in [&default, &off, &q4] {
+        let reply = model.complete(&req).expect("the model answers");
+        let plan = guide.read(&reply).expect("a valid reply");
+        assert_eq!(
+            plan,
+            ("Heat".to_string(), vec!["directed_by".to_string()]),
+            "{}: {reply}",
+            model.weights()
+        );
+    }
+}

@@ -63,6 +63,9 @@ pub struct LocalOptions {
     /// Decode replies of a [`Shape`] as choices, the forced text between
     /// them in one batch (default on); off, every schema is a grammar.
     pub choice_decoding: bool,
+    /// Rewrite the weights at load time into a format llama.cpp runs
+    /// faster (default [`Requantize::Auto`]: Q4_1 becomes Q8_0).
+    pub requantize: Requantize,
 }
 
 impl LocalOptions {
@@ -85,6 +88,7 @@ impl Default for LocalOptions {
             prompt_cache: true,
             prompt_cache_entries: 16,
             choice_decoding: true,
+            requantize: Requantize::Auto,
         }
     }
 }
@@ -108,8 +112,10 @@ impl fmt::Debug for LocalModel {
 }
 
 mod prompt_cache;
+mod requantize;
 mod shaped;
 
+pub use crate::llm::weights::Requantize;
 pub use prompt_cache::PromptCache;
 
 fn local(message: impl Into<String>) -> LlmError {
@@ -222,6 +228,43 @@ fn check_model_file(path: &Path) -> Result<(), LlmError> {
     Ok(())
 }
 
+/// `model` (loaded from `options.model`) with its weights rewritten as file
+/// type `to`; `model` itself, with a warning, when that fails.
+fn rewritten(
+    backend: &LlamaBackend,
+    model: LlamaModel,
+    options: &LocalOptions,
+    to: u32,
+) -> LlamaModel {
+    let shown = options.model.display();
+    let from = requantize::file_type(&model).map_or_else(
+        || "unknown".to_string(),
+        crate::llm::weights::file_type_name,
+    );
+    let copy = requantize::rewrite(&options.model, to, options.threads).and_then(|r| {
+        let loaded = LlamaModel::load_from_file(backend, &r.file, &LlamaModelParams::default())
+            .map_err(|e| local(format!("llama.cpp cannot load the rewritten weights: {e}")))?;
+        Ok((loaded, r))
+    });
+    match copy {
+        Ok((loaded, r)) => {
+            tracing::info!(
+                model = %shown,
+                from = %from,
+                to = %crate::llm::weights::file_type_name(r.to),
+                seconds = r.seconds,
+                "local LLM: weights rewritten for faster CPU kernels (llm.local_requantize = \"off\" keeps them)"
+            );
+            // `r.file` is deleted here; llama.cpp keeps its mapping.
+            loaded
+        }
+        Err(e) => {
+            tracing::warn!(model = %shown, from = %from, error = %e, "local LLM: weights kept as they are (slower)");
+            model
+        }
+    }
+}
+
 impl LocalModel {
     /// Loads the GGUF model named by `options`.
     pub fn load(options: &LocalOptions) -> Result<LocalModel, LlmError> {
@@ -253,11 +296,24 @@ impl LocalModel {
                         options.model.display()
                     ))
                 })?;
+        let model = match options.requantize.target(requantize::file_type(&model)) {
+            Some(to) => rewritten(backend, model, options, to),
+            None => model,
+        };
         Ok(LocalModel {
             model,
             options: options.clone(),
             busy: Mutex::new(PromptCache::default()),
         })
+    }
+
+    /// The format of the weights that run (`Q4_0`, `Q4_K_M`, ...), as the
+    /// loaded model names it.
+    pub fn weights(&self) -> String {
+        requantize::file_type(&self.model).map_or_else(
+            || "unknown".to_string(),
+            crate::llm::weights::file_type_name,
+        )
     }
 
     /// The options the model was loaded with.

@@ -12,6 +12,7 @@ pub mod policy;
 #[cfg(test)]
 pub(crate) mod scripted;
 pub mod shape;
+pub mod weights;
 
 use serde::{Deserialize, Serialize};
 
