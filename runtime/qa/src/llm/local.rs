@@ -37,6 +37,7 @@ use llama_cpp_2::{send_logs_to_tracing, LogOptions};
 
 use super::gbnf::json_schema_to_gbnf;
 use super::shape::Shape;
+use super::weights::file_type_name;
 use super::{
     enough_samples, ChatBackend, ChatRequest, Constraint, LlmError, Message, Sample,
     SAMPLE_TEMPERATURE,
@@ -228,43 +229,6 @@ fn check_model_file(path: &Path) -> Result<(), LlmError> {
     Ok(())
 }
 
-/// `model` (loaded from `options.model`) with its weights rewritten as file
-/// type `to`; `model` itself, with a warning, when that fails.
-fn rewritten(
-    backend: &LlamaBackend,
-    model: LlamaModel,
-    options: &LocalOptions,
-    to: u32,
-) -> LlamaModel {
-    let shown = options.model.display();
-    let from = requantize::file_type(&model).map_or_else(
-        || "unknown".to_string(),
-        crate::llm::weights::file_type_name,
-    );
-    let copy = requantize::rewrite(&options.model, to, options.threads).and_then(|r| {
-        let loaded = LlamaModel::load_from_file(backend, &r.file, &LlamaModelParams::default())
-            .map_err(|e| local(format!("llama.cpp cannot load the rewritten weights: {e}")))?;
-        Ok((loaded, r))
-    });
-    match copy {
-        Ok((loaded, r)) => {
-            tracing::info!(
-                model = %shown,
-                from = %from,
-                to = %crate::llm::weights::file_type_name(r.to),
-                seconds = r.seconds,
-                "local LLM: weights rewritten for faster CPU kernels (llm.local_requantize = \"off\" keeps them)"
-            );
-            // `r.file` is deleted here; llama.cpp keeps its mapping.
-            loaded
-        }
-        Err(e) => {
-            tracing::warn!(model = %shown, from = %from, error = %e, "local LLM: weights kept as they are (slower)");
-            model
-        }
-    }
-}
-
 impl LocalModel {
     /// Loads the GGUF model named by `options`.
     pub fn load(options: &LocalOptions) -> Result<LocalModel, LlmError> {
@@ -296,8 +260,9 @@ impl LocalModel {
                         options.model.display()
                     ))
                 })?;
-        let model = match options.requantize.target(requantize::file_type(&model)) {
-            Some(to) => rewritten(backend, model, options, to),
+        let from = requantize::file_type(&model);
+        let model = match options.requantize.target(from) {
+            Some(to) => requantize::rewritten(backend, model, options, from, to),
             None => model,
         };
         Ok(LocalModel {
@@ -310,10 +275,7 @@ impl LocalModel {
     /// The format of the weights that run (`Q4_0`, `Q4_K_M`, ...), as the
     /// loaded model names it.
     pub fn weights(&self) -> String {
-        requantize::file_type(&self.model).map_or_else(
-            || "unknown".to_string(),
-            crate::llm::weights::file_type_name,
-        )
+        file_type_name(requantize::file_type(&self.model))
     }
 
     /// The options the model was loaded with.

@@ -54,8 +54,11 @@ pub(crate) const Q4_0: u32 = 2;
 pub(crate) const Q4_1: u32 = 3;
 pub(crate) const Q8_0: u32 = 7;
 
-/// The name of llama.cpp file type `t`.
-pub fn file_type_name(t: u32) -> String {
+/// The name of llama.cpp file type `t` (`unknown` for none).
+pub fn file_type_name(t: Option<u32>) -> String {
+    let Some(t) = t else {
+        return "unknown".to_string();
+    };
     FILE_TYPES
         .iter()
         .find(|(n, _)| *n == t)
@@ -100,7 +103,8 @@ mod tests {
         assert_eq!(read("q4_0"), Some(Requantize::Q4_0));
         assert_eq!(read("q8_0"), Some(Requantize::Q8_0));
         assert_eq!(read("Q4_1"), None);
-        assert_eq!(file_type_name(3), "Q4_1");
-        assert_eq!(file_type_name(99), "file type 99");
+        assert_eq!(file_type_name(Some(3)), "Q4_1");
+        assert_eq!(file_type_name(Some(99)), "file type 99");
+        assert_eq!(file_type_name(None), "unknown");
     }
 }
