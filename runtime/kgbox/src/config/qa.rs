@@ -97,8 +97,11 @@ pub struct LlmConfig {
     /// Decode the planners' replies as choices between the texts they may
     /// take, the text between choices in one batch.
     pub local_choice_decoding: bool,
+    /// With choice decoding, check the planner's likeliest reply in the
+    /// prompt's batch (one pass instead of one per choice; the same reply).
+    pub local_draft: bool,
     /// Rewrite the model's weights at load time into a format llama.cpp
-    /// runs faster: `auto` (Q4_1 becomes Q4_0), `off`, `q4_0` or `q8_0`.
+    /// runs faster: `auto` (Q4_1 becomes Q8_0), `off`, `q4_0` or `q8_0`.
     pub local_requantize: kgbox_qa::llm::weights::Requantize,
 }
 
@@ -119,6 +122,7 @@ impl Default for LlmConfig {
             local_prompt_cache: true,
             local_prompt_cache_entries: 16,
             local_choice_decoding: true,
+            local_draft: true,
             local_requantize: kgbox_qa::llm::weights::Requantize::Auto,
         }
     }

@@ -64,6 +64,10 @@ pub struct LocalOptions {
     /// Decode replies of a [`Shape`] as choices, the forced text between
     /// them in one batch (default on); off, every schema is a grammar.
     pub choice_decoding: bool,
+    /// With choice decoding, run a request's draft reply through the model
+    /// in the prompt's batch and write the reply from its logits while the
+    /// reply keeps to it (default on; see [`shaped`]).
+    pub draft: bool,
     /// Rewrite the weights at load time into a format llama.cpp runs
     /// faster (default [`Requantize::Auto`]: Q4_1 becomes Q8_0).
     pub requantize: Requantize,
@@ -89,6 +93,7 @@ impl Default for LocalOptions {
             prompt_cache: true,
             prompt_cache_entries: 16,
             choice_decoding: true,
+            draft: true,
             requantize: Requantize::Auto,
         }
     }
@@ -112,6 +117,7 @@ impl fmt::Debug for LocalModel {
     }
 }
 
+mod cpu;
 mod prompt_cache;
 mod requantize;
 mod shaped;
@@ -123,76 +129,12 @@ fn local(message: impl Into<String>) -> LlmError {
     LlmError::Local(message.into())
 }
 
-/// The instruction sets llama.cpp was compiled for (`GGML_*` at build
-/// time, set in `.cargo/config.toml`), each with whether this CPU has it.
-fn compiled_for() -> Vec<(&'static str, bool)> {
-    let wanted = [
-        ("sse4.2", option_env!("GGML_SSE42")),
-        ("avx", option_env!("GGML_AVX")),
-        ("avx2", option_env!("GGML_AVX2")),
-        ("fma", option_env!("GGML_FMA")),
-        ("f16c", option_env!("GGML_F16C")),
-        ("bmi2", option_env!("GGML_BMI2")),
-    ];
-    wanted
-        .into_iter()
-        .filter(|(_, on)| on.is_some_and(|v| v.eq_ignore_ascii_case("on")))
-        .map(|(name, _)| (name, cpu_has(name)))
-        .collect()
-}
-
-#[cfg(target_arch = "x86_64")]
-fn cpu_has(feature: &str) -> bool {
-    match feature {
-        "sse4.2" => std::is_x86_feature_detected!("sse4.2"),
-        "avx" => std::is_x86_feature_detected!("avx"),
-        "avx2" => std::is_x86_feature_detected!("avx2"),
-        "fma" => std::is_x86_feature_detected!("fma"),
-        "f16c" => std::is_x86_feature_detected!("f16c"),
-        "bmi2" => std::is_x86_feature_detected!("bmi2"),
-        _ => false,
-    }
-}
-
-/// The x86 settings are not used on other architectures.
-#[cfg(not(target_arch = "x86_64"))]
-fn cpu_has(_feature: &str) -> bool {
-    true
-}
-
-/// An error naming the instructions llama.cpp was built for that this CPU
-/// lacks (running it would stop the process with an illegal instruction).
-fn check_cpu() -> Result<(), String> {
-    let missing: Vec<&str> = compiled_for()
-        .into_iter()
-        .filter(|(_, has)| !has)
-        .map(|(name, _)| name)
-        .collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    Err(cpu_error(&missing))
-}
-
-fn cpu_error(missing: &[&str]) -> String {
-    format!(
-        "this kgbox's llama.cpp was compiled for CPUs with {}, which this CPU lacks; \
-         rebuild it here with GGML_{}=OFF (see .cargo/config.toml)",
-        missing.join(", "),
-        missing
-            .iter()
-            .map(|m| m.replace('.', "").to_uppercase())
-            .collect::<Vec<_>>()
-            .join("=OFF GGML_")
-    )
-}
-
 /// The llama.cpp backend, initialised once per process with its logging off.
 fn backend() -> Result<&'static LlamaBackend, LlmError> {
     static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
-            check_cpu()?;
+            cpu::check_cpu()?;
             // Before the init, so that the init's own messages are silenced too.
             send_logs_to_tracing(LogOptions::default().with_logs_enabled(false));
             LlamaBackend::init().map_err(|e| e.to_string())
@@ -405,22 +347,38 @@ impl LocalModel {
             .with_n_batch(n_ctx)
             .with_n_threads(threads)
             .with_n_threads_batch(threads)
+            // The prompt's sequence, and one the prompt cache copies a
+            // start to, in one buffer.
+            .with_n_seq_max(prompt_cache::SEQUENCES)
+            .with_kv_unified(true)
             .with_no_perf(true);
         let mut ctx = self
             .model
             .new_context(backend, params)
             .map_err(|e| local(format!("cannot create a llama.cpp context: {e}")))?;
 
-        // Room for the prompt, or for a reply's forced text in one batch.
-        let mut batch = LlamaBatch::new(tokens.len().max(512), 1);
         let capacity = if self.options.prompt_cache {
             self.options.prompt_cache_entries
         } else {
             0
         };
-        cache.evaluate(&mut ctx, &mut batch, &tokens, stable, capacity)?;
-
         let budget = i64::from(req.max_tokens).min(i64::from(n_ctx_i32 - n_prompt));
+        // The greedy reply's draft goes through the model with the prompt.
+        let draft = match (&shape, &req.draft) {
+            (Some(shape), Some(text)) if self.options.draft => {
+                shaped::Draft::new(&self.model, shape, text, budget)
+            }
+            _ => None,
+        };
+        let after = draft
+            .as_ref()
+            .map_or((&[][..], &[][..]), |d| (&d.tokens[..], &d.logits[..]));
+        // Room for the prompt and the draft, or for a reply's forced text
+        // in one batch.
+        let mut batch = LlamaBatch::new((tokens.len() + after.0.len()).max(512), 1);
+        let last_at = cache.evaluate(&mut ctx, &mut batch, &tokens, stable, capacity, after)?;
+        let mut ahead = draft.map(|d| shaped::Ahead::new(d, last_at));
+
         let mut replies: Vec<(String, bool, f32)> = Vec::with_capacity(n);
         for i in 0..n.max(1) {
             let had: Vec<Sample> = replies
@@ -458,6 +416,8 @@ impl LocalModel {
                     tokens.len(),
                     budget,
                     &mut pick,
+                    // The greedy (first) reply's only.
+                    ahead.take(),
                 )?);
                 continue;
             }
@@ -660,22 +620,6 @@ fn chatml(messages: &[Message], reply: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_cpu_without_what_llama_cpp_was_built_for_is_named() {
-        let m = cpu_error(&["avx2", "sse4.2"]);
-        assert!(m.contains("CPUs with avx2, sse4.2"), "{m}");
-        assert!(m.contains("GGML_AVX2=OFF GGML_SSE42=OFF"), "{m}");
-        // The repository's build settings are seen here, and this machine
-        // (which runs the tests) has what they ask for.
-        #[cfg(target_arch = "x86_64")]
-        assert!(
-            compiled_for().contains(&("avx2", true)),
-            "{:?}",
-            compiled_for()
-        );
-        assert_eq!(check_cpu(), Ok(()));
-    }
 
     #[test]
     fn system_messages_go_into_the_first_user_message() {

@@ -68,6 +68,12 @@ pub struct ChatRequest {
     /// Why the call is made (`plan`, `arbitrate`): recorded in the audit log
     /// and the metrics.
     pub purpose: &'static str,
+    /// The reply the caller expects most (a guided planner's likeliest
+    /// chain, as the constraint writes it). The local model checks it in
+    /// one pass through the model instead of one pass per choice, and
+    /// writes on from where the model would choose otherwise: the reply is
+    /// the one it writes without a draft. Not sent to HTTP endpoints.
+    pub draft: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -554,6 +554,7 @@ mod tests {
             max_tokens: 8,
             temperature: 0.0,
             purpose: "plan",
+            draft: None,
         }
     }
 

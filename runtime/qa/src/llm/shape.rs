@@ -268,6 +268,17 @@ impl<'s, T: Copy + PartialEq> Hypotheses<'s, T> {
         }
     }
 
+    /// The next token toward `target`, a whole reply: that of the longest
+    /// text still possible that `target` begins with; `None` when the
+    /// reply cannot be written as `target` (or is complete).
+    pub fn toward(&self, target: &str) -> Option<T> {
+        self.live
+            .iter()
+            .filter(|h| target.starts_with(&h.text))
+            .max_by_key(|h| h.text.len())
+            .map(|h| h.tokens[h.done])
+    }
+
     /// Writes `token` (one [`Hypotheses::next`] offered): the texts that
     /// do not go on with it are dropped, those it completes lead on.
     pub fn push(&mut self, token: T, tokenize: &mut impl FnMut(&str) -> Vec<T>) {
@@ -389,6 +400,44 @@ mod tests {
             c
         });
         assert_eq!(text, r#"{"topic": "B", "path": ["r"]}"#);
+    }
+
+    /// Follows `toward(target)` from the start: the text written, and
+    /// whether the reply was complete.
+    fn follow(shape: &Shape, target: &str) -> (String, bool) {
+        let mut h = Hypotheses::new(shape, &mut chars);
+        let mut written = String::new();
+        loop {
+            let t = match h.next() {
+                Next::Done(text) => return (text, true),
+                Next::Forced(t) => t,
+                Next::Choose(ts) => match h.toward(target) {
+                    Some(t) => {
+                        assert!(ts.contains(&t));
+                        t
+                    }
+                    None => return (written, false),
+                },
+            };
+            written.push(t);
+            h.push(t, &mut chars);
+        }
+    }
+
+    #[test]
+    fn a_draft_is_followed_to_its_end_and_one_the_shape_cannot_write_stops() {
+        let shape = Shape::from_schema(&guided(&["A", "B"], &["r", "rs", "s"])).unwrap();
+        for path in [vec!["rs"], vec!["r", "s"], vec!["r", "rs", "r"]] {
+            let path: Vec<String> = path.into_iter().map(String::from).collect();
+            let target = crate::planner::guided::reply_json("B", &path);
+            assert_eq!(follow(&shape, &target), (target.clone(), true));
+        }
+        // A relation the shape does not offer: written up to the choice.
+        let target = r#"{"topic": "A", "path": ["t"]}"#;
+        assert_eq!(
+            follow(&shape, target),
+            (r#"{"topic": "A", "path": [""#.to_string(), false)
+        );
     }
 
     #[test]

@@ -203,6 +203,7 @@ pub(super) fn choose(
         choice.messages(req.question),
         choice.constraint(),
         tries,
+        None,
         &read,
     ) {
         Ok(c) => c,

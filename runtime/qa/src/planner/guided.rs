@@ -66,6 +66,9 @@ pub struct Guide {
     pub topics: Vec<String>,
     /// Relations the reply may follow.
     pub relations: Vec<String>,
+    /// The most likely template's chain (empty when unknown): with the
+    /// topic, the reply a local model checks first ([`Guide::draft`]).
+    pub likely: Vec<String>,
 }
 
 fn words(text: &str) -> HashSet<String> {
@@ -208,11 +211,24 @@ impl Guide {
                 }
             }
         }
+        let likely = chains
+            .first()
+            .map(|(_, path)| path.iter().map(|r| r.to_string()).collect())
+            .unwrap_or_default();
         Some(Guide {
             demos,
             topics,
             relations,
+            likely,
         })
+    }
+
+    /// The reply expected most: `topic` (the learned planner's, when it is
+    /// one of the topics) and the most likely template's chain, as the
+    /// constraint writes it.
+    pub fn draft(&self, topic: &str) -> Option<String> {
+        (!self.likely.is_empty() && self.topics.iter().any(|t| t == topic))
+            .then(|| reply_json(topic, &self.likely))
     }
 
     /// The reply's JSON schema.
@@ -427,6 +443,14 @@ mod tests {
             m[6].content,
             "Question: who was the director of [Blade Runner]"
         );
+        // The draft: the topic and the likeliest chain; none for a name
+        // the reply may not give.
+        assert_eq!(g.likely, ["directed_by"]);
+        assert_eq!(
+            g.draft("Blade Runner").as_deref(),
+            Some(r#"{"topic": "Blade Runner", "path": ["directed_by"]}"#)
+        );
+        assert_eq!(g.draft("Heat"), None);
         assert!(Guide::new(&p, &[pred(&p, 2, 1.0)], "x", None, vec!["Y".into()]).is_none());
         assert!(Guide::new(&p, &preds, "x", None, vec![]).is_none());
     }

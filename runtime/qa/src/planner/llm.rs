@@ -148,6 +148,7 @@ pub fn plan(
             max_retries,
             samples: 1,
         },
+        None,
         &|reply| extract_query(reply).and_then(|q| validate(&q).map(|()| q)),
     )
 }
@@ -212,6 +213,7 @@ pub fn plan_with(
     mut messages: Vec<crate::llm::Message>,
     constraint: crate::llm::Constraint,
     tries: Tries,
+    draft: Option<String>,
     read: &dyn Fn(&str) -> Result<String, String>,
 ) -> Result<LlmPlan, LlmPlanError> {
     let mut rejected = Vec::new();
@@ -223,6 +225,7 @@ pub fn plan_with(
             max_tokens: MAX_PLAN_TOKENS,
             temperature: 0.0,
             purpose: "plan",
+            draft: draft.clone(),
         };
         let samples = backend.sample(&request, tries.samples.max(1))?;
         replies += samples.len();

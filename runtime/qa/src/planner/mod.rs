@@ -629,6 +629,7 @@ fn plan_llm(
             guide.messages(req.question),
             guide.constraint(),
             tries,
+            req.topic.and_then(|t| guide.draft(&t.name)),
             &read,
         )?;
         let mut candidates = planned.candidates;

@@ -463,6 +463,7 @@ impl Run<'_, '_> {
                 max_tokens: 256,
                 temperature: 0.0,
                 purpose: "final_answer",
+                draft: None,
             })
             .and_then(|r| parse_reply::<FinalReply>(&r));
         let mut report = StrategyReport::new(StrategyName::FinalAnswer, t);

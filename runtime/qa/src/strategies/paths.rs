@@ -152,6 +152,7 @@ pub(super) fn run(
         max_tokens: 256,
         temperature: 0.0,
         purpose: "paths",
+        draft: None,
     });
     let picked: Reply = match reply.and_then(|r| parse_reply(&r)) {
         Ok(p) => p,

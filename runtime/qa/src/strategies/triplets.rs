@@ -90,6 +90,7 @@ pub(super) fn run(
                 max_tokens: 256,
                 temperature: 0.0,
                 purpose: "triplets",
+                draft: None,
             })
             .and_then(|r| parse_reply::<Reply>(&r));
         let reply = match reply {

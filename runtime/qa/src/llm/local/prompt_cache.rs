@@ -53,23 +53,60 @@ pub(super) fn decode_at(
     tokens: &[LlamaToken],
     first: usize,
 ) -> Result<(), LlmError> {
+    decode_with(ctx, batch, tokens, first, &[], &[])
+}
+
+/// Decodes `tokens` and then `after` at positions from `first` on, in one
+/// batch: with the logits of the last of `tokens` and of each of `after`
+/// whose `after_logits` is true.
+fn decode_with(
+    ctx: &mut LlamaContext<'_>,
+    batch: &mut LlamaBatch,
+    tokens: &[LlamaToken],
+    first: usize,
+    after: &[LlamaToken],
+    after_logits: &[bool],
+) -> Result<(), LlmError> {
     batch.clear();
-    for (i, &t) in tokens.iter().enumerate() {
+    let logits = (0..tokens.len())
+        .map(|i| i + 1 == tokens.len())
+        .chain(after_logits.iter().copied().chain(std::iter::repeat(false)));
+    for (i, (&t, logits)) in tokens.iter().chain(after).zip(logits).enumerate() {
         let pos = i32::try_from(first + i).map_err(|_| local("the prompt is too long"))?;
         batch
-            .add(t, pos, &[0], i + 1 == tokens.len())
+            .add(t, pos, &[0], logits)
             .map_err(|e| local(format!("cannot batch the prompt: {e}")))?;
     }
     ctx.decode(batch)
         .map_err(|e| local(format!("llama.cpp cannot decode the prompt: {e}")))
 }
 
+/// The sequence a kept start is copied to before its state is saved: the
+/// prompt's own is [`SEQ`].
+const SCRATCH_SEQ: i32 = 1;
+/// The prompt's sequence.
+const SEQ: i32 = 0;
+/// Sequences a context needs for the cache: the prompt's and the scratch.
+pub(super) const SEQUENCES: u32 = 2;
+
+/// llama.cpp's state of the first `len` positions of the prompt's sequence.
+fn state_of_start(ctx: &mut LlamaContext<'_>, len: usize) -> Option<SeqState> {
+    let len = u32::try_from(len).ok()?;
+    ctx.copy_kv_cache_seq(SEQ, SCRATCH_SEQ, None, Some(len))
+        .ok()?;
+    let state = ctx.state_seq_get(SCRATCH_SEQ, LlamaStateSeqFlags::empty());
+    let _ = ctx.clear_kv_cache_seq(Some(SCRATCH_SEQ as u32), None, None);
+    state.ok()
+}
+
 impl PromptCache {
-    /// Evaluates the prompt `tokens` into `ctx` (the logits of its last
-    /// token in `batch`) from the longest kept start it begins with, and
-    /// keeps its own starts: the first `stable` tokens (all but the last
+    /// Evaluates the prompt `tokens` into `ctx` from the longest kept start
+    /// it begins with, followed in the same batch by `after`'s tokens (with
+    /// the logits of those whose flag is true), and keeps the
+    /// prompt's own starts: the first `stable` tokens (all but the last
     /// message; 0 when unknown) and the start it shares with the prompt
-    /// before. `capacity` 0 keeps nothing.
+    /// before. `capacity` 0 keeps nothing. Returns the batch index of the
+    /// prompt's last token (its logits are kept).
     pub(super) fn evaluate(
         &mut self,
         ctx: &mut LlamaContext<'_>,
@@ -77,9 +114,12 @@ impl PromptCache {
         tokens: &[LlamaToken],
         stable: usize,
         capacity: usize,
-    ) -> Result<(), LlmError> {
+        after: (&[LlamaToken], &[bool]),
+    ) -> Result<usize, LlmError> {
+        let (after, after_logits) = after;
         if capacity == 0 {
-            return decode_at(ctx, batch, tokens, 0);
+            decode_with(ctx, batch, tokens, 0, after, after_logits)?;
+            return Ok(tokens.len() - 1);
         }
         let mut from = 0;
         let best = self
@@ -91,12 +131,12 @@ impl PromptCache {
             .map(|(i, _)| i);
         if let Some(i) = best {
             let start = self.starts.remove(i);
-            if ctx.state_seq_set(&start.state, 0).is_ok() {
+            if ctx.state_seq_set(&start.state, SEQ).is_ok() {
                 from = start.tokens.len();
                 self.starts.push(start);
             } else {
                 // A failed restore may leave part of it: start clean.
-                let _ = ctx.clear_kv_cache_seq(Some(0), None, None);
+                let _ = ctx.clear_kv_cache_seq(None, None, None);
             }
         }
         if from > 0 {
@@ -122,10 +162,12 @@ impl PromptCache {
             .collect();
         cuts.sort_unstable();
         cuts.dedup();
+        // The rest of the prompt in one batch (a batch per cut would run
+        // the model's weights through the cores once more each); the
+        // starts are copied out of the evaluated sequence after.
+        decode_with(ctx, batch, &tokens[from..], from, after, after_logits)?;
         for cut in cuts {
-            decode_at(ctx, batch, &tokens[from..cut], from)?;
-            from = cut;
-            if let Ok(state) = ctx.state_seq_get(0, LlamaStateSeqFlags::empty()) {
+            if let Some(state) = state_of_start(ctx, cut) {
                 if self.starts.len() >= capacity {
                     self.starts.remove(0);
                 }
@@ -135,8 +177,7 @@ impl PromptCache {
                 });
             }
         }
-        decode_at(ctx, batch, &tokens[from..], from)?;
         self.last = tokens.to_vec();
-        Ok(())
+        Ok(tokens.len() - from - 1)
     }
 }
