@@ -361,10 +361,16 @@ fn children(pid: u32) -> Vec<i32> {
         .collect()
 }
 
-/// Waits until strace has attached to every thread of `pid`.
-fn wait_attached(pid: u32) {
-    let deadline = Instant::now() + Duration::from_secs(20);
+/// Waits until `strace` has attached to every thread of `pid`: at once
+/// when strace has exited (it could not attach), else up to a minute (the
+/// other tests may load every core).
+fn wait_attached(pid: u32, strace: &mut std::process::Child) {
+    const PTRACE: &str = "ptrace not allowed? run as root or set kernel.yama.ptrace_scope=0";
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
+        if let Ok(Some(status)) = strace.try_wait() {
+            panic!("strace exited ({status}) before it attached to kgbox serve ({PTRACE})");
+        }
         let all = std::fs::read_dir(format!("/proc/{pid}/task"))
             .map(|tasks| {
                 tasks.filter_map(Result::ok).all(|t| {
@@ -382,7 +388,7 @@ fn wait_attached(pid: u32) {
         }
         assert!(
             Instant::now() < deadline,
-            "strace did not attach to kgbox serve (ptrace not allowed? run as root or set kernel.yama.ptrace_scope=0)"
+            "strace did not attach to every thread of kgbox serve in 60 s ({PTRACE})"
         );
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -425,7 +431,7 @@ fn traced_upload(
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_attached(server.pid());
+    wait_attached(server.pid(), &mut strace);
     let url = format!("http://127.0.0.1:{}/v1/bundles", server.port);
     let answered = client(Duration::from_secs(120))
         .put(&url)
