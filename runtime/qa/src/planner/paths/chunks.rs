@@ -40,6 +40,10 @@ pub struct Phrases {
     pub topic: Option<usize>,
     /// What the question says of its answer's type.
     pub answer: AnswerCue,
+    /// The last `glosses` texts are not the question's words but what its
+    /// question word asks for ("a place" for "where", at that word's
+    /// span): they may name the answer's type, never a step.
+    pub glosses: usize,
 }
 
 /// What a question says of the type of its answer.
@@ -47,26 +51,42 @@ pub struct Phrases {
 pub enum AnswerCue {
     /// Nothing ("list the people [X] acted with").
     Free,
-    /// The word at this position, right after "what" or "which" ("what
-    /// *films* did [X] write"): the answer's type is named there, and
-    /// only there.
+    /// The answer's type is named at this position, and only there: by
+    /// the word right after "what" or "which" ("what *films* did [X]
+    /// write"), or by what "who", "whom", "where" or "when" asks for
+    /// ([`ASKS_FOR`], a gloss at that word's position); a type word
+    /// elsewhere is another node's ("who acted in the *movie* [X]").
     Head(usize),
-    /// "who", "whom", "where", "when": the question names no type, and a
-    /// type word in it is another node's ("who acted in the *movie* [X]").
-    Untyped,
 }
 
 /// Words that ask for the answer, naming its type in the next word.
 const WHICH: &[&str] = &["what", "which"];
-/// Words that ask for the answer without naming its type.
-const UNTYPED: &[&str] = &["when", "where", "who", "whom"];
+/// Words that ask for the answer without naming its type, and the type
+/// each asks for: a gloss the answer's node may match ("*where* do the
+/// pilots of [X] come from" asks for a place: `pilot -> homeworld`, not
+/// `pilot`; "*who* has [X] written papers with" for people, not papers).
+const ASKS_FOR: &[(&str, &str)] = &[
+    ("when", "date"),
+    ("where", "place"),
+    ("who", "person"),
+    ("whom", "person"),
+];
+
+/// The gloss of `word` in [`ASKS_FOR`].
+fn gloss(word: &str) -> Option<&'static str> {
+    ASKS_FOR.iter().find(|(w, _)| *w == word).map(|(_, g)| *g)
+}
 
 /// What `words` say of the answer's type: the first question word
 /// decides.
 fn answer_cue(words: &[String], mask: &str) -> AnswerCue {
     for (i, w) in words.iter().enumerate() {
-        if UNTYPED.contains(&w.as_str()) {
-            return AnswerCue::Untyped;
+        // "the person *who* wrote [X]": after a noun and before more
+        // words, "who", "where" or "when" starts a clause, not the question.
+        let relative =
+            i > 0 && i + 1 < words.len() && words[i - 1] != mask && !is_stop(&words[i - 1]);
+        if gloss(w).is_some() && !relative {
+            return AnswerCue::Head(i);
         }
         if WHICH.contains(&w.as_str()) {
             return match words.get(i + 1) {
@@ -100,6 +120,7 @@ pub fn phrases(masked: &str, mask: &str) -> Phrases {
         same: words.iter().any(|w| SAME.contains(&w.as_str())),
         topic: words.iter().position(|w| *w == mask),
         answer: answer_cue(&words, &mask),
+        glosses: 0,
     };
     for (i, w) in words.iter().enumerate() {
         if *w != mask && !is_stop(w) {
@@ -121,6 +142,14 @@ pub fn phrases(masked: &str, mask: &str) -> Phrases {
             }
             out.texts.push(span.join(" "));
             out.spans.push(start..end);
+        }
+    }
+    // What "who", "where", ... asks for, as a text at its position.
+    if let AnswerCue::Head(i) = out.answer {
+        if let Some(g) = gloss(&words[i]) {
+            out.texts.push(g.to_string());
+            out.spans.push(i..i + 1);
+            out.glosses = 1;
         }
     }
     out
@@ -234,7 +263,8 @@ pub fn score(sims: &[&[f32]], back: &[bool], types: &[&[f32]], p: &Phrases, w: &
     let choices: Vec<Vec<(usize, f32)>> = sims
         .iter()
         .map(|row| {
-            let mut c: Vec<(usize, f32)> = row.iter().copied().enumerate().collect();
+            let words = p.texts.len().saturating_sub(p.glosses);
+            let mut c: Vec<(usize, f32)> = row.iter().copied().enumerate().take(words).collect();
             c.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             c.truncate(CHOICES);
             c
@@ -316,7 +346,6 @@ impl<'a> Search<'a> {
                 AnswerCue::Free => true,
                 AnswerCue::Head(h) if k == answer => span.start == h,
                 AnswerCue::Head(h) => !span.contains(&h),
-                AnswerCue::Untyped => k != answer,
             };
             if !fits
                 || nodes.contains(&k)
@@ -403,6 +432,7 @@ mod tests {
             same: false,
             topic: None,
             answer: AnswerCue::Free,
+            glosses: 0,
         }
     }
 
@@ -465,7 +495,18 @@ mod tests {
         let cue = |q: &str| phrases(q, "ENTITY").answer;
         assert_eq!(cue("what films did ENTITY write"), AnswerCue::Head(1));
         assert_eq!(cue("ENTITY directed which movies"), AnswerCue::Head(3));
-        assert_eq!(cue("who acted in the movie ENTITY"), AnswerCue::Untyped);
+        assert_eq!(cue("who acted in the movie ENTITY"), AnswerCue::Head(0));
+        assert_eq!(
+            cue("where do the pilots of ENTITY come from"),
+            AnswerCue::Head(0)
+        );
+        assert_eq!(cue("ENTITY was released when"), AnswerCue::Head(3));
+        // A clause's "who" is not the question's.
+        assert_eq!(
+            cue("the person who wrote ENTITY wrote what languages"),
+            AnswerCue::Head(7)
+        );
+        assert_eq!(cue("in which year was ENTITY released"), AnswerCue::Head(2));
         assert_eq!(cue("what is the genre of ENTITY"), AnswerCue::Free);
         assert_eq!(cue("what did ENTITY write"), AnswerCue::Free);
         assert_eq!(cue("list the films ENTITY wrote"), AnswerCue::Free);
@@ -482,6 +523,7 @@ mod tests {
             same: false,
             topic: None,
             answer: AnswerCue::Free,
+            glosses: 0,
         };
         let w = Weights {
             type_match: 1.0,
@@ -501,10 +543,47 @@ mod tests {
         assert!((at(&[&none, &films], &p) - 0.9).abs() < 1e-6);
         p.answer = AnswerCue::Head(0);
         assert!((at(&[&none, &films], &p) - 1.3).abs() < 1e-6);
-        // After "who", a type word is another node's.
-        p.answer = AnswerCue::Untyped;
-        assert!((at(&[&none, &films], &p) - 0.9).abs() < 1e-6);
-        assert!((at(&[&films, &none], &p) - 1.3).abs() < 1e-6);
+    }
+
+    #[test]
+    fn who_where_when_ask_for_a_type_the_answer_may_match_and_no_step() {
+        let p = phrases("who has ENTITY written papers with", "ENTITY");
+        assert_eq!(p.texts.last().map(String::as_str), Some("person"));
+        assert_eq!((p.spans.last(), p.glosses), (Some(&(0..1)), 1));
+        assert_eq!(p.answer, AnswerCue::Head(0));
+        let p = phrases("where do the pilots of ENTITY come from", "ENTITY");
+        assert_eq!(p.texts.last().map(String::as_str), Some("place"));
+        let p = phrases("what films did ENTITY write", "ENTITY");
+        assert_eq!(p.glosses, 0);
+        // "papers written" and the gloss "person" for "who" (position 0).
+        let p = Phrases {
+            texts: vec!["papers".into(), "written".into(), "person".into()],
+            spans: vec![1..2, 2..3, 0..1],
+            content: vec![1, 2],
+            same: false,
+            topic: None,
+            answer: AnswerCue::Head(0),
+            glosses: 1,
+        };
+        let w = Weights {
+            type_match: 1.0,
+            type_floor: 0.5,
+            ..weights(0.0, 0.0)
+        };
+        let none = [0.0, 0.0, 0.0];
+        // One step that matches "written"; answers typed as people, or
+        // as papers (which "papers" names, but not as the answer).
+        let step = [0.1, 0.9, 0.0];
+        let people = [0.1, 0.0, 0.9];
+        let papers = [0.9, 0.0, 0.1];
+        let at = |types: &[&[f32]]| score(&[&step], &[false], types, &p, &w);
+        assert!((at(&[&none, &people]) - 1.3).abs() < 1e-6);
+        assert!((at(&[&none, &papers]) - 0.9).abs() < 1e-6);
+        // A type word elsewhere is another node's.
+        assert!((at(&[&papers, &none]) - 1.3).abs() < 1e-6);
+        // The gloss is no step's phrase, however near.
+        let near = [0.0, 0.0, 1.0];
+        assert!(score(&[&near], &[false], &[], &p, &w).abs() < 1e-6);
     }
 
     #[test]

@@ -23,6 +23,9 @@ const VOCAB: &[(&str, usize)] = &[
     ("films", 2),
     ("type", 3),
     ("species", 3),
+    // A question word and its gloss: near nothing in the graph.
+    ("where", 4),
+    ("place", 4),
 ];
 const OTHER: usize = 7;
 const DIM: usize = 8;
@@ -274,24 +277,27 @@ fn a_chat_model_chooses_among_the_ranked_paths_and_can_write_no_other() {
         let ranker = falcon_plan(kg, &steps, None, PathRanker::Auto, None).expect("plan");
         let shown: Vec<&str> = ranker.info.paths.iter().map(|c| c.query.as_str()).collect();
         assert!(shown.len() >= 2, "{shown:?}");
-        // A model sure of a path the ranker ties with others moves it
-        // ahead of them, and leaves a clear first choice first.
+        // A model sure of a path the ranker ties with another moves it
+        // ahead of it, and leaves a clear first choice first.
         assert_eq!(
-            shown[2..],
+            shown[1..3],
             [
                 "\"Millennium Falcon\" -> pilot",
-                "\"Millennium Falcon\" -> pilot -> film",
-                "\"Millennium Falcon\" -> pilot -> pilot_inv"
+                "\"Millennium Falcon\" -> pilot -> homeworld -> homeworld_inv"
             ]
         );
-        let sure = Scripted::sampling(move |_, _| Ok(vec![reply("pilot -> film", 0.9999)]));
+        assert_eq!(ranker.info.paths[1].score, ranker.info.paths[2].score);
+        assert!(ranker.info.paths[0].score > ranker.info.paths[1].score);
+        let sure = Scripted::sampling(move |_, _| {
+            Ok(vec![reply("pilot -> homeworld -> homeworld_inv", 0.9999)])
+        });
         let planned = falcon_plan(kg, &steps, None, PathRanker::Auto, Some(&sure)).expect("plan");
         assert_eq!(planned.planner, PlannerKind::Local);
         assert_eq!(planned.query, shown[0]);
         let next: Vec<&str> = planned.next.iter().map(|n| n.query.as_str()).collect();
-        assert_eq!(next, [shown[1], shown[3]]);
-        assert_eq!(planned.info.candidates[2].query, shown[3]);
-        assert!(planned.info.candidates[2]
+        assert_eq!(next, [shown[2], shown[1]]);
+        assert_eq!(planned.info.candidates[1].query, shown[2]);
+        assert!(planned.info.candidates[1]
             .logprob
             .is_some_and(|lp| lp > -1e-3));
         assert_eq!(planned.info.candidates.len(), shown.len().min(5));
