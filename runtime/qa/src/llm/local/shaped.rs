@@ -49,26 +49,37 @@ impl Draft {
         let mut tokenize = |text: &str| vocab.tokenize(text.as_bytes(), false, false);
         let mut h = Hypotheses::new(shape, &mut tokenize);
         let mut tokens = Vec::new();
-        let mut before_choice = Vec::new();
+        let mut logits: Vec<bool> = Vec::new();
+        let mut chosen = false;
         while i64::try_from(tokens.len()).unwrap_or(i64::MAX) < budget {
             let token = match h.next() {
                 Next::Done(_) => break,
                 Next::Forced(t) => t,
-                Next::Choose(_) => {
-                    let t = h.toward(draft)?;
-                    before_choice.push(tokens.len());
-                    t
-                }
+                // Up to the first choice the draft does not make.
+                Next::Choose(_) => match h.toward(draft) {
+                    Some(t) => {
+                        // The model chooses here: the logits after the
+                        // token before are kept.
+                        if let Some(last) = logits.last_mut() {
+                            *last = true;
+                        }
+                        chosen = true;
+                        t
+                    }
+                    None => break,
+                },
             };
             tokens.push(token);
+            logits.push(false);
             h.push(token, &mut tokenize);
         }
-        if before_choice.is_empty() {
+        if !chosen {
             return None;
         }
-        let logits = (0..tokens.len())
-            .map(|i| i + 1 == tokens.len() || before_choice.contains(&(i + 1)))
-            .collect();
+        // And after the last: the reply may go on past the draft.
+        if let Some(last) = logits.last_mut() {
+            *last = true;
+        }
         Some(Draft { tokens, logits })
     }
 }
