@@ -7,8 +7,10 @@
 //! planner gets its demonstrations and grammar.
 
 pub mod classes;
+pub mod description;
 pub mod paths;
 pub mod phrase;
+pub mod verbs;
 
 use kgbox_bundle::Kg;
 use kgbox_qa::planner::guided::chain_query;

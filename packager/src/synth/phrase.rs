@@ -7,6 +7,9 @@
 
 use kgbox_qa::rng::SplitMix64;
 
+use super::description::{read_description, Event};
+use super::verbs::{is_person, is_time, Verb};
+
 /// What a relation is called, split into words.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RelationWords {
@@ -24,40 +27,16 @@ pub struct RelationWords {
     /// What the relation starts from, when the description says (`the
     /// director of a film` gives `film`).
     pub domain: Option<String>,
-}
-
-/// Prepositions that end a description's noun ("director *of* a film").
-const PREPOSITIONS: &[&str] = &["of", "in", "for", "from", "by", "about"];
-/// Words a description's domain may have at most.
-const MAX_DOMAIN_WORDS: usize = 2;
-
-/// A description's noun and domain: `the director of a film` gives
-/// (`director`, `film`); one that does not read `NOUN PREP ARTICLE DOMAIN`
-/// is the noun as a whole, when it is short.
-fn read_description(d: &str) -> (Option<String>, Option<String>) {
-    let words: Vec<String> = d
-        .split_whitespace()
-        .map(|w| {
-            w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
-                .to_lowercase()
-        })
-        .filter(|w| !w.is_empty())
-        .collect();
-    let Some(start) = words.iter().position(|w| !ARTICLES.contains(&w.as_str())) else {
-        return (None, None);
-    };
-    let words = &words[start..];
-    let split = (1..words.len().saturating_sub(1)).rev().find(|&i| {
-        PREPOSITIONS.contains(&words[i].as_str()) && ARTICLES.contains(&words[i + 1].as_str())
-    });
-    if let Some(i) = split {
-        let domain = &words[i + 2..];
-        if (1..=MAX_DOMAIN_WORDS).contains(&domain.len()) && i <= MAX_DESCRIPTION_WORDS {
-            return (Some(words[..i].join(" ")), Some(domain.join(" ")));
-        }
-    }
-    let noun = (words.len() <= MAX_DESCRIPTION_WORDS).then(|| words.join(" "));
-    (noun, None)
+    /// A verb the object does to the subject (`an actor starring in a
+    /// film`).
+    pub verb: Option<Verb>,
+    /// What happened to the subject, that the object dates or places (`the
+    /// year a film was released`).
+    pub event: Option<Event>,
+    /// Whether the relation's noun names people (a question asks "who").
+    pub person: bool,
+    /// Whether it names a time (a question asks "when").
+    pub time: bool,
 }
 
 /// A naive English plural (`film` → `films`, `city` → `cities`).
@@ -76,9 +55,6 @@ pub fn plural(noun: &str) -> String {
 
 const LEADING: &[&str] = &["has", "have", "is", "are", "was", "in", "with", "hasa"];
 const TRAILING: &[&str] = &["of", "by", "in", "from", "to", "for", "on", "at", "with"];
-const ARTICLES: &[&str] = &["the", "a", "an"];
-/// Words of a description at most, for it to be used in phrases.
-const MAX_DESCRIPTION_WORDS: usize = 8;
 
 pub use kgbox_qa::words::split_words;
 
@@ -99,13 +75,22 @@ impl RelationWords {
         } else {
             core.join(" ")
         };
-        let (description, domain) = description.map(read_description).unwrap_or_default();
+        let d = description.map(read_description).unwrap_or_default();
+        let verb = d
+            .verb
+            .and_then(|(g, prep)| Verb::from_gerund(&g, prep.as_deref()))
+            .map(|v| v.with_past_from(&words));
+        let noun = d.noun.as_deref().unwrap_or(&core);
         RelationWords {
             participle: passive.then(|| core.clone()),
+            person: is_person(noun) || is_person(&core),
+            time: is_time(noun) || is_time(&core),
             all,
             core,
-            description,
-            domain,
+            description: d.noun,
+            domain: d.domain,
+            verb,
+            event: d.event,
         }
     }
 
@@ -166,6 +151,11 @@ fn noun_phrase(step: &StepWords<'_>, inner: &str, rng: &mut SplitMix64) -> Strin
     let w = step.words;
     let noun = step.noun(rng);
     let thing = step.things(rng);
+    if rng.below(3) > 0 {
+        if let Some(p) = verb_noun_phrase(step, &noun, &thing, inner, rng) {
+            return p;
+        }
+    }
     match (step.inverse, &w.participle) {
         (false, Some(p)) => match rng.below(3) {
             0 => format!("the ones who {p} {inner}"),
@@ -191,10 +181,124 @@ fn noun_phrase(step: &StepWords<'_>, inner: &str, rng: &mut SplitMix64) -> Strin
     }
 }
 
-/// The question that asks what `step` reaches from `inner`.
-fn question_phrase(step: &StepWords<'_>, inner: &str, rng: &mut SplitMix64) -> String {
+/// A noun phrase with the relation's verb or event, when it has one ("the
+/// actors starring in X", "the films X starred in", "the year X was
+/// released").
+fn verb_noun_phrase(
+    step: &StepWords<'_>,
+    noun: &str,
+    things: &str,
+    inner: &str,
+    rng: &mut SplitMix64,
+) -> Option<String> {
+    let w = step.words;
+    if let Some(v) = &w.verb {
+        let (p, nouns) = (v.prep(), plural(noun));
+        let who = if w.person {
+            "those who"
+        } else {
+            "the ones that"
+        };
+        return Some(match (step.inverse, rng.below(3)) {
+            (false, 0) => format!("the {nouns} {}{p} {inner}", v.gerund),
+            (false, 1) => format!("{who} {}{p} {inner}", v.past),
+            (false, _) => format!("the {nouns} that {}{p} {inner}", v.lemma),
+            (true, 0) => format!("the {things} {inner} {}{p}", v.past),
+            (true, 1) => format!("the {things} that {inner} {}{p}", v.third),
+            (true, _) => format!("what {inner} {}{p}", v.past),
+        });
+    }
+    let e = w.event.as_ref()?;
+    let part = &e.participle;
+    let prep = e.prep.as_deref().or(w.time.then_some("in"));
+    Some(match (step.inverse, prep) {
+        (false, _) if w.time && rng.below(2) == 0 => format!("when {inner} was {part}"),
+        (false, _) => format!("the {noun} {inner} was {part}"),
+        (true, Some(p)) => format!("the {things} {part} {p} {inner}"),
+        (true, None) => format!("the {things} {part} with {noun} {inner}"),
+    })
+}
+
+/// A question with the relation's verb or event, when it has one ("who
+/// starred in X", "what did X star in", "when was X released").
+fn verb_question(step: &StepWords<'_>, inner: &str, rng: &mut SplitMix64) -> Option<String> {
     let w = step.words;
     let noun = step.noun(rng);
+    if let Some(v) = &w.verb {
+        let p = v.prep();
+        let who = if w.person { "who" } else { "what" };
+        let things = step.things(rng);
+        let nouns = plural(&noun);
+        return Some(if step.inverse {
+            match rng.below(7) {
+                0 => format!("what does {inner} {}{p}", v.lemma),
+                1 => format!("what did {inner} {}{p}", v.lemma),
+                2 => format!("what is {inner} {}{p}", v.gerund),
+                3 => format!("which {things} did {inner} {}{p}", v.lemma),
+                4 => format!("{inner} {}{p} which {things}", v.third),
+                5 => format!("what {things} has {inner} {}{p}", v.past),
+                _ => format!("what {things} does {inner} {}{p}", v.lemma),
+            }
+        } else {
+            match rng.below(5) {
+                0 => format!("{who} {}{p} {inner}", v.third),
+                1 => format!("{who} {}{p} {inner}", v.past),
+                2 => format!("{who} is {}{p} {inner}", v.gerund),
+                3 => format!("which {nouns} {}{p} {inner}", v.lemma),
+                _ => format!("{inner} has which {nouns} {}{p} it", v.gerund),
+            }
+        });
+    }
+    let e = w.event.as_ref()?;
+    let part = &e.participle;
+    let prep = e.prep.as_deref().or(w.time.then_some("in"));
+    let things = step.things(rng);
+    Some(match (step.inverse, prep) {
+        (false, _) if w.time && rng.below(2) == 0 => match rng.below(2) {
+            0 => format!("when was {inner} {part}"),
+            _ => format!("{inner} was {part} when"),
+        },
+        (false, Some(p)) => match rng.below(3) {
+            0 => format!("{p} what {noun} was {inner} {part}"),
+            1 => format!("what {noun} was {inner} {part} {p}"),
+            _ => format!("{inner} was {part} {p} which {noun}"),
+        },
+        (false, None) => format!("what {noun} was {inner} {part}"),
+        (true, Some(p)) => match rng.below(3) {
+            0 => format!("what {things} were {part} {p} {inner}"),
+            1 => format!("which {things} were {part} {p} {inner}"),
+            _ => format!("what was {part} {p} {inner}"),
+        },
+        (true, None) => format!("what {things} were {part} with {noun} {inner}"),
+    })
+}
+
+/// The question that asks what `step` reaches from `inner`.
+fn question_phrase(step: &StepWords<'_>, inner: &str, rng: &mut SplitMix64) -> String {
+    if rng.below(3) > 0 {
+        if let Some(q) = verb_question(step, inner, rng) {
+            return q;
+        }
+    }
+    let w = step.words;
+    let noun = step.noun(rng);
+    // People asked for ask "who", times "when".
+    if w.participle.is_none() && rng.below(3) == 0 {
+        let class_person = step.class.as_deref().is_some_and(is_person);
+        match (step.inverse, rng.below(2)) {
+            (false, 0) if w.person || class_person => {
+                return format!("who is the {noun} of {inner}")
+            }
+            (false, _) if w.person || class_person => {
+                return format!("who are {inner}'s {}", plural(&noun))
+            }
+            (true, 0) if class_person => return format!("who has {inner} as {noun}"),
+            (true, _) if class_person => return format!("who has the {noun} {inner}"),
+            (false, 0) if w.time => return format!("when is the {noun} of {inner}"),
+            (false, _) if w.time => return format!("when is {inner}'s {noun}"),
+            _ => {}
+        }
+    }
     match (step.inverse, &w.participle) {
         (false, Some(p)) => match rng.below(5) {
             0 => format!("who {p} {inner}"),
@@ -332,8 +436,9 @@ mod tests {
         assert_eq!(w.core, "member");
         let w = RelationWords::new("in_language", Some("The language a film is in."));
         assert_eq!(w.core, "language");
-        assert_eq!(w.description.as_deref(), Some("language a film is in"));
-        assert_eq!(w.domain, None);
+        assert_eq!(w.description.as_deref(), Some("language"));
+        assert_eq!(w.domain.as_deref(), Some("film"));
+        assert_eq!((w.verb.is_none(), w.event.is_none()), (true, true));
         let w = RelationWords::new("directed_by", Some("the director of a film"));
         assert_eq!(w.description.as_deref(), Some("director"));
         assert_eq!(w.domain.as_deref(), Some("film"));
@@ -342,6 +447,81 @@ mod tests {
         assert_eq!(plural("day"), "days");
         let long = "a description far too long to stand in for the relation in a question";
         assert_eq!(RelationWords::new("r", Some(long)).description, None);
+    }
+
+    #[test]
+    fn descriptions_give_verbs_and_events() {
+        let w = RelationWords::new("starred_actors", Some("an actor starring in a film"));
+        assert_eq!(w.description.as_deref(), Some("actor"));
+        assert_eq!(w.domain.as_deref(), Some("film"));
+        let v = w.verb.as_ref().expect("a verb");
+        assert_eq!((v.lemma.as_str(), v.past.as_str()), ("star", "starred"));
+        assert_eq!(v.prep.as_deref(), Some("in"));
+        assert!(w.person && !w.time);
+        let w = RelationWords::new("has_tags", Some("a tag describing a film"));
+        let v = w.verb.as_ref().expect("a verb");
+        assert_eq!((v.third.as_str(), v.prep.as_deref()), ("describes", None));
+        assert_eq!(w.domain.as_deref(), Some("film"));
+        let w = RelationWords::new("release_year", Some("the year a film was released"));
+        assert_eq!(w.description.as_deref(), Some("year"));
+        assert_eq!(w.domain.as_deref(), Some("film"));
+        let e = w.event.as_ref().expect("an event");
+        assert_eq!(
+            (e.participle.as_str(), e.prep.as_deref()),
+            ("released", None)
+        );
+        assert!(w.time && !w.person);
+        let w = RelationWords::new("venue", Some("the city that a match is played in"));
+        let e = w.event.as_ref().expect("an event");
+        assert_eq!(
+            (e.participle.as_str(), e.prep.as_deref()),
+            ("played", Some("in"))
+        );
+        // A noun in -ing is no verb.
+        let w = RelationWords::new("has_imdb_rating", Some("the IMDb rating of a film"));
+        assert_eq!(
+            (w.verb.is_none(), w.description.as_deref()),
+            (true, Some("imdb rating"))
+        );
+        let w = RelationWords::new("wing", Some("the building housing a department"));
+        assert_eq!(w.verb.as_ref().map(|v| v.lemma.as_str()), Some("house"));
+        assert_eq!(w.description.as_deref(), Some("building"));
+    }
+
+    #[test]
+    fn verbs_and_events_make_the_questions_people_ask() {
+        let starred = RelationWords::new("starred_actors", Some("an actor starring in a film"));
+        let released = RelationWords::new("release_year", Some("the year a film was released"));
+        let step = |words, inverse| StepWords {
+            words,
+            inverse,
+            class: None,
+        };
+        let mut rng = SplitMix64::new(3);
+        let asked = |steps: &[StepWords<'_>], rng: &mut SplitMix64| -> Vec<String> {
+            (0..200)
+                .map(|_| question(steps, "X", rng).to_lowercase())
+                .collect()
+        };
+        let has = |qs: &[String], s: &str| qs.iter().any(|q| q.contains(s));
+        let qs = asked(&[step(&starred, false)], &mut rng);
+        assert!(
+            has(&qs, "who starred in [x]") && has(&qs, "who stars in [x]"),
+            "{qs:?}"
+        );
+        let qs = asked(&[step(&starred, true)], &mut rng);
+        assert!(has(&qs, "what did [x] star in"), "{qs:?}");
+        let qs = asked(&[step(&released, false)], &mut rng);
+        assert!(has(&qs, "when was [x] released"), "{qs:?}");
+        let qs = asked(&[step(&released, true)], &mut rng);
+        assert!(has(&qs, "were released in [x]"), "{qs:?}");
+        let qs = asked(&[step(&starred, true), step(&released, false)], &mut rng);
+        assert!(
+            has(&qs, "when was the films [x] starred in released"),
+            "{qs:?}"
+        );
+        // Every question still names the topic once.
+        assert!(qs.iter().all(|q| q.matches("[x]").count() == 1));
     }
 
     #[test]

@@ -385,6 +385,28 @@ fn longest_match_and_word_boundaries() {
 }
 
 #[test]
+fn a_long_title_links_whole_outside_brackets() {
+    // Paper and song titles run past a dozen words; the default run bound
+    // takes them whole rather than a shorter name inside them.
+    let title = "Finding the Achilles Heel of the Web of Data: using network analysis for \
+                 link-recommendation and more in sixteen words";
+    let sections = tiny_sections(&[title, "Web of Data", "network analysis"], &[]);
+    let kg = Kg::from_sections(|n| sections.get(n).map(|b| &b[..])).unwrap();
+    let text = format!("when was {title} published?");
+    let ms = link_text(&kg, &text, &opts());
+    check(&text, &ms, &opts());
+    assert_eq!(texts(&ms), [title]);
+    assert_eq!(names(&ms[0].candidates), [title]);
+    // Bounded, the run stops short and the shorter names inside are taken.
+    let short = LinkOptions {
+        max_mention_tokens: 12,
+        ..opts()
+    };
+    let ms = link_text(&kg, &text, &short);
+    assert_eq!(texts(&ms), ["Web of Data", "network analysis"]);
+}
+
+#[test]
 fn brackets() {
     with_tiny(|kg| {
         let text = "[[Zwick]] [Bobby D] [ ] [] [nobody at all] [Blade Runer";

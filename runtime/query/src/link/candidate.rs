@@ -72,7 +72,7 @@ impl Default for LinkOptions {
             top_m: 5,
             fuzzy: true,
             max_distance: 2,
-            max_mention_tokens: 12,
+            max_mention_tokens: 32,
             dense: true,
         }
     }
