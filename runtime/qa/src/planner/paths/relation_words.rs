@@ -14,7 +14,8 @@ const CLASS_SAMPLE_EDGES: usize = 64;
 /// The type of each relation's subjects and of its objects, as words: the
 /// description's domain ([`relation_domain`]) or else the most common
 /// class of a sample of subjects; the most common class of a sample of
-/// objects, or else the description's noun. Classes come from `rdf:type`
+/// objects, or else the description's noun, or else the kind of its
+/// values ([`value_kind`]: `date`, `number`). Classes come from `rdf:type`
 /// (or a relation named `type`); a graph without any has only the
 /// descriptions.
 pub fn end_types(kg: &Kg<'_>) -> Vec<[Option<String>; 2]> {
@@ -49,15 +50,90 @@ pub fn end_types(kg: &Kg<'_>) -> Vec<[Option<String>; 2]> {
         let words = split_words(kg.entity_name(class)?);
         (!words.is_empty()).then(|| words.join(" "))
     };
+    let values = value_kinds(kg);
     counts
         .iter()
         .enumerate()
         .map(|(r, [subjects, objects])| {
-            let r = r as u32;
-            let subject = relation_domain(kg, r).or_else(|| commonest(subjects));
-            let object =
-                commonest(objects).or_else(|| kg.relation_gloss(r).and_then(description_noun));
+            let subject = relation_domain(kg, r as u32).or_else(|| commonest(subjects));
+            let object = commonest(objects)
+                .or_else(|| kg.relation_gloss(r as u32).and_then(description_noun))
+                .or_else(|| values.get(r).copied().flatten().map(str::to_string));
             [subject, object]
+        })
+        .collect()
+}
+
+/// Objects of one relation looked at, at most, for the kind of its values.
+const VALUE_SAMPLE_EDGES: usize = 32;
+/// Share of those objects of one kind for the relation's values to be
+/// called that.
+const VALUE_SHARE: f32 = 0.8;
+
+/// What a value written `name` is, as a type word: `date` for a date or a
+/// year (`1977-05-25`, `2010`), `number` for another number; `None` for
+/// anything else.
+pub fn value_kind(name: &str) -> Option<&'static str> {
+    let t = name.trim();
+    let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+    let mut parts = t.splitn(3, '-');
+    let year = parts.next().filter(|y| digits(y, 4));
+    let rest: Vec<&str> = parts.collect();
+    if year.is_some() {
+        let month_day = |s: &str| s.len() >= 2 && s.as_bytes()[..2].iter().all(u8::is_ascii_digit);
+        if rest.is_empty() {
+            let y: u32 = t.parse().ok()?;
+            return Some(if (1000..=2100).contains(&y) {
+                "date"
+            } else {
+                "number"
+            });
+        }
+        if rest.iter().all(|p| month_day(p)) {
+            return Some("date");
+        }
+    }
+    t.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .map(|_| "number")
+}
+
+/// Per relation, the kind of its values ([`value_kind`]) when most of a
+/// sample of its objects are of one kind.
+fn value_kinds(kg: &Kg<'_>) -> Vec<Option<&'static str>> {
+    let relations = kg.relation_count();
+    let mut seen: Vec<[usize; 3]> = vec![[0; 3]; relations];
+    let nodes = (kg.entity_count() as u32).min(CLASS_SAMPLE_NODES);
+    for n in 0..nodes {
+        for &r in kg.out.edges(n).0 {
+            let Some(k) = seen.get_mut(r as usize) else {
+                continue;
+            };
+            if k[0] >= VALUE_SAMPLE_EDGES {
+                continue;
+            }
+            let Some(&o) = kg.out.neighbours(n, r).first() else {
+                continue;
+            };
+            k[0] += 1;
+            match kg.entity_name(o).and_then(value_kind) {
+                Some("date") => k[1] += 1,
+                Some(_) => k[2] += 1,
+                None => {}
+            }
+        }
+    }
+    seen.iter()
+        .map(|&[total, dates, numbers]| {
+            let share = |n: usize| total > 0 && n as f32 >= VALUE_SHARE * total as f32;
+            if share(dates) {
+                Some("date")
+            } else if share(dates + numbers) {
+                Some("number")
+            } else {
+                None
+            }
         })
         .collect()
 }
@@ -142,4 +218,22 @@ pub fn is_type(kg: &Kg<'_>, r: u32) -> bool {
     kg.relation_iri(r)
         .map(|i| i == "http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
         .unwrap_or_else(|| kg.relation_name(r) == Some("type"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::value_kind;
+
+    #[test]
+    fn values_are_dates_numbers_or_neither() {
+        for d in ["1977-05-25", "2010", "1999-12", "2004-07-01T09:00:00"] {
+            assert_eq!(value_kind(d), Some("date"), "{d}");
+        }
+        for n in ["210", "1.5", "-3", "12000", "0999"] {
+            assert_eq!(value_kind(n), Some("number"), "{n}");
+        }
+        for x in ["Tatooine", "", "2010s", "Room 2010", "12-ab", "NaN", "inf"] {
+            assert_eq!(value_kind(x), None, "{x}");
+        }
+    }
 }
