@@ -8,7 +8,7 @@
 use kgbox_qa::rng::SplitMix64;
 
 use super::description::{read_description, Event};
-use super::verbs::{is_person, is_time, Verb};
+use super::verbs::{is_person, is_time, with_s, Verb};
 
 /// What a relation is called, split into words.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,17 +39,13 @@ pub struct RelationWords {
     pub time: bool,
 }
 
-/// A naive English plural (`film` → `films`, `city` → `cities`).
+/// A naive English plural (`film` → `films`, `city` → `cities`); a word
+/// ending in `s` is taken as plural already.
 pub fn plural(noun: &str) -> String {
     if noun.ends_with('s') {
         noun.to_string()
-    } else if let Some(stem) = noun
-        .strip_suffix('y')
-        .filter(|s| !s.ends_with(['a', 'e', 'o', 'u']))
-    {
-        format!("{stem}ies")
     } else {
-        format!("{noun}s")
+        with_s(noun)
     }
 }
 
@@ -445,6 +441,8 @@ mod tests {
         assert_eq!(plural("film"), "films");
         assert_eq!(plural("city"), "cities");
         assert_eq!(plural("day"), "days");
+        assert_eq!(plural("match"), "matches");
+        assert_eq!(plural("photo"), "photos");
         let long = "a description far too long to stand in for the relation in a question";
         assert_eq!(RelationWords::new("r", Some(long)).description, None);
     }

@@ -104,20 +104,31 @@ fn lemma_of(stem: &str) -> String {
     stem.to_string()
 }
 
-/// `star` → `stars`, `watch` → `watches`, `carry` → `carries`.
+/// `star` → `stars`, `watch` → `watches`, `carry` → `carries`, `go` →
+/// `goes`.
 pub fn third_person(lemma: &str) -> String {
-    if ["s", "x", "z", "ch", "sh", "o"]
-        .iter()
-        .any(|e| lemma.ends_with(e))
-    {
+    if lemma.ends_with('o') {
         format!("{lemma}es")
-    } else if let Some(stem) = lemma
+    } else {
+        with_s(lemma)
+    }
+}
+
+/// The `-s` form plurals and third persons share: `film` → `films`, `box`
+/// → `boxes`, `city` → `cities`.
+pub fn with_s(word: &str) -> String {
+    if ["s", "x", "z", "ch", "sh"]
+        .iter()
+        .any(|e| word.ends_with(e))
+    {
+        format!("{word}es")
+    } else if let Some(stem) = word
         .strip_suffix('y')
         .filter(|s| !s.ends_with(['a', 'e', 'o', 'u']))
     {
         format!("{stem}ies")
     } else {
-        format!("{lemma}s")
+        format!("{word}s")
     }
 }
 
