@@ -134,6 +134,7 @@ pub fn sections(
         ));
     }
     let synthesized;
+    let mut partial_hops = Vec::new();
     let (examples, source) = match &opts.examples {
         Some(path) => (examples, path.display().to_string()),
         None if opts.synthesize && embedder.is_some() => {
@@ -143,6 +144,7 @@ pub fn sections(
                 return Ok(out);
             }
             synthesized = synthesis.examples;
+            partial_hops = synthesis.partial_hops;
             (
                 &synthesized[..],
                 "the questions synthesised from the graph".to_string(),
@@ -229,6 +231,7 @@ pub fn sections(
         // Synthesised phrasings are narrower than people's: the nearest
         // stored question of each template counts beside the classifier.
         report.planner.set_demo_weight(SYNTH_DEMO_WEIGHT);
+        report.planner.meta.partial_hops = partial_hops;
     }
     let (meta, weights) = report.planner.to_sections();
     out.sections.push((s::PLANNER_META, meta));

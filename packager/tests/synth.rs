@@ -58,6 +58,16 @@ fn questions_follow_the_graphs_own_paths_with_their_answers() {
     );
     assert!(synthesis.examples.len() > 100);
     assert!(synthesis.summary().contains("synthesised from the graph"));
+    // Every path worth asking was kept: none of the lengths is partial.
+    assert_eq!(synthesis.partial_hops, [false; 3]);
+    assert!(!synthesis.summary().contains("left out"));
+    // A quota of 4 keeps 2 one-hop paths and 1 of each longer length, so
+    // every length is cut, and the planner will know it.
+    let mut small = opts.paths.clone();
+    small.max_paths = 4;
+    let cut = paths::find_paths(&kg, &small, opts.seed);
+    assert_eq!(cut.paths.len(), 4);
+    assert_eq!(cut.partial, [true; 3]);
     let limits = ParseLimits::default();
     let exec = ExecOptions {
         top_k: 1000,

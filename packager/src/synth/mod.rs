@@ -55,6 +55,9 @@ pub struct Synthesis {
     pub examples: Vec<Example>,
     /// Paths kept, by number of hops (index 0: one hop).
     pub paths_by_hops: Vec<usize>,
+    /// Per number of hops, whether the graph has more paths worth asking
+    /// than were kept ([`paths::QuestionPaths::partial`]).
+    pub partial_hops: Vec<bool>,
 }
 
 impl Synthesis {
@@ -64,7 +67,18 @@ impl Synthesis {
             .paths_by_hops
             .iter()
             .enumerate()
-            .map(|(i, n)| format!("{n} of {} hop{}", i + 1, if i == 0 { "" } else { "s" }))
+            .map(|(i, n)| {
+                let more = if self.partial_hops.get(i) == Some(&true) {
+                    " and more left out"
+                } else {
+                    ""
+                };
+                format!(
+                    "{n} of {} hop{}{more}",
+                    i + 1,
+                    if i == 0 { "" } else { "s" }
+                )
+            })
             .collect();
         format!(
             "planner: no examples given; {} questions synthesised from the graph's own paths ({})",
@@ -76,13 +90,17 @@ impl Synthesis {
 
 /// Questions with their DSL and answers from `kg`'s own paths.
 pub fn synthesize(kg: &Kg<'_>, opts: &SynthOptions) -> Synthesis {
-    let found = paths::question_paths(kg, &opts.paths, opts.seed);
+    let paths::QuestionPaths {
+        paths: found,
+        partial,
+    } = paths::find_paths(kg, &opts.paths, opts.seed);
     let words: Vec<RelationWords> = (0..kg.relation_count() as u32)
         .map(|r| RelationWords::new(kg.relation_name(r).unwrap_or(""), kg.relation_gloss(r)))
         .collect();
     let mut rng = SplitMix64::new(opts.seed ^ 0x5157_4e54);
     let mut out = Synthesis {
         paths_by_hops: vec![0; opts.paths.max_hops],
+        partial_hops: partial,
         ..Synthesis::default()
     };
     let classes = Classes::of(kg);

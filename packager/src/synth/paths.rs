@@ -146,6 +146,21 @@ struct Walk {
 /// hop at a time: only a path that is itself worth asking is extended, so
 /// the work grows with the paths kept, not with every chain the graph has.
 pub fn question_paths(kg: &Kg<'_>, opts: &PathOptions, seed: u64) -> Vec<QuestionPath> {
+    find_paths(kg, opts, seed).paths
+}
+
+/// [`question_paths`], and which lengths the quota cut.
+#[derive(Debug, Default)]
+pub struct QuestionPaths {
+    pub paths: Vec<QuestionPath>,
+    /// Per length (index 0: one hop), whether paths worth asking were left
+    /// out to keep within [`PathOptions::max_paths`].
+    pub partial: Vec<bool>,
+}
+
+/// The graph's question paths ([`question_paths`]) with the lengths whose
+/// paths were not all kept.
+pub fn find_paths(kg: &Kg<'_>, opts: &PathOptions, seed: u64) -> QuestionPaths {
     let mut rng = SplitMix64::new(seed);
     let topics = sample_topics(kg, opts.topics_per_step, opts.max_scan, &mut rng);
     // A frontier this large only leads to larger ones.
@@ -259,7 +274,10 @@ pub fn question_paths(kg: &Kg<'_>, opts: &PathOptions, seed: u64) -> Vec<Questio
         taken[h] += 1;
         taken[h] <= quota[h]
     });
-    kept
+    QuestionPaths {
+        paths: kept,
+        partial: by_hops.iter().zip(&quota).map(|(n, q)| n > q).collect(),
+    }
 }
 
 /// How many paths of each length to keep out of `found`, `max` in all:

@@ -164,71 +164,8 @@ pub fn is_time(noun: &str) -> bool {
         .is_some_and(|w| TIME_NOUNS.contains(&w))
 }
 
-/// Nouns for people (a question about one asks "who"), singular and plural.
-const PERSON_NOUNS: &[&str] = &[
-    "person",
-    "people",
-    "persons",
-    "human",
-    "humans",
-    "actor",
-    "actress",
-    "director",
-    "writer",
-    "author",
-    "creator",
-    "composer",
-    "producer",
-    "member",
-    "founder",
-    "pilot",
-    "player",
-    "artist",
-    "singer",
-    "editor",
-    "maker",
-    "spouse",
-    "child",
-    "children",
-    "parent",
-    "character",
-    "resident",
-    "leader",
-    "owner",
-    "employee",
-    "student",
-    "teacher",
-    "speaker",
-    "musician",
-    "performer",
-    "colleague",
-    "friend",
-    "partner",
-    "agent",
-    "chair",
-    "organizer",
-    "organiser",
-    "reviewer",
-    "winner",
-    "inventor",
-    "painter",
-    "poet",
-    "scientist",
-    "coach",
-    "manager",
-    "president",
-    "king",
-    "queen",
-];
-
-/// Whether `noun`'s last word names people ("lead actor", "characters").
-pub fn is_person(noun: &str) -> bool {
-    noun.split_whitespace().last().is_some_and(|w| {
-        PERSON_NOUNS.contains(&w)
-            || w.strip_suffix('s')
-                .is_some_and(|s| PERSON_NOUNS.contains(&s))
-    })
-}
+/// Whether a noun's last word names people ("lead actor", "characters").
+pub use kgbox_qa::planner::paths::names_person as is_person;
 
 #[cfg(test)]
 mod tests {

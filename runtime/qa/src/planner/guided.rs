@@ -481,6 +481,7 @@ mod tests {
             demos,
             demo_vectors: true,
             demo_weight: 0.0,
+            partial_hops: Vec::new(),
             ..PlannerMeta::bare(spec, &templates)
         };
         let mut w = vec![0.0; 2 * (spec.dim() + 1)];

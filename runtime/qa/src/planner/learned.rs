@@ -72,6 +72,14 @@ pub struct PlannerMeta {
     /// classifier alone) otherwise and in older bundles.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub demo_weight: f32,
+    /// Per path length (index 0: one hop), whether the questions the
+    /// planner was trained on left paths of that length out (the
+    /// packager's synthesis keeps a quota of the graph's paths): a path of
+    /// such a length that is no template is unknown to the planner, not
+    /// unlikely ([`super::path_plan`]). Empty when trained on examples and
+    /// in older bundles.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partial_hops: Vec<bool>,
     /// Relation heads ([`super::heads`]); their weights follow the
     /// templates' in `planner.weights`. Empty in bundles packed before
     /// they existed.
@@ -330,6 +338,7 @@ impl PlannerMeta {
             demos: vec![],
             demo_vectors: false,
             demo_weight: 0.0,
+            partial_hops: Vec::new(),
             heads: vec![],
             window_vectors: WindowVectors::Alone,
             encoder: None,

@@ -3,8 +3,10 @@
 //!
 //! Each candidate (a ranked path, or a chain the learned planner predicts)
 //! scores its path score plus [`RankOptions::learned_weight`] times the log of the
-//! learned planner's probability for it (at least [`LEARNED_FLOOR`]; a path
-//! that is no template of the planner gets the floor). The learned planner
+//! learned planner's probability for it (at least [`LEARNED_FLOOR`]). A path
+//! that is no template of the planner gets the floor, unless the planner's
+//! synthesised questions left paths of its length out: then it is unknown to
+//! the planner, not unlikely, and gets [`RankOptions::unknown_learned`]. The learned planner
 //! knows the graph's phrasings; the ranker knows every path from the
 //! topic, the long ones a synthesised planner rarely keeps among them.
 
@@ -132,9 +134,28 @@ pub fn candidates(
             .find(|p| p.template.instantiate(name) == query)
             .map(|p| (p.probability, planner.keeps_anchors(p.class)))
     };
-    let weigh = |path_score: f32, learned: Option<f32>| match mode {
+    // A path that is no template: unlikely where the planner was trained
+    // on every path of its length, unknown where a quota left some out.
+    let unlisted = |hops: usize| {
+        let partial = learned.is_some_and(|(planner, _)| {
+            hops.checked_sub(1)
+                .and_then(|i| planner.meta.partial_hops.get(i))
+                .is_some_and(|&p| p)
+        });
+        if partial {
+            opts.unknown_learned
+        } else {
+            0.0
+        }
+    };
+    let weigh = |path_score: f32, learned: Option<f32>, hops: usize| match mode {
         PathMode::Mix | PathMode::Unsure => {
-            path_score + opts.learned_weight * learned.unwrap_or(0.0).max(LEARNED_FLOOR).ln()
+            path_score
+                + opts.learned_weight
+                    * learned
+                        .unwrap_or_else(|| unlisted(hops))
+                        .max(LEARNED_FLOOR)
+                        .ln()
         }
         _ => path_score,
     };
@@ -145,7 +166,7 @@ pub fn candidates(
         let query = chain_query(name, &names);
         let found = prob_of(&query);
         out.push(PathCandidate {
-            score: weigh(r.score, found.map(|f| f.0)),
+            score: weigh(r.score, found.map(|f| f.0), r.steps.len()),
             path_score: r.score,
             learned: found.map(|f| f.0),
             keep_anchors: found.is_some_and(|f| f.1),
@@ -166,7 +187,7 @@ pub fn candidates(
                 .map(|s| paths::score_path(question, steps, &s, &opts.weights))
                 .unwrap_or(0.0);
             out.push(PathCandidate {
-                score: weigh(path_score, Some(p.probability)),
+                score: weigh(path_score, Some(p.probability), 0),
                 path_score,
                 learned: Some(p.probability),
                 keep_anchors: planner.keeps_anchors(p.class),

@@ -361,6 +361,7 @@ pub fn train(
         demos: demos.into_iter().map(|(d, _)| d).collect(),
         demo_vectors,
         demo_weight: 0.0,
+        partial_hops: Vec::new(),
         heads,
         window_vectors: if pooled.is_some() {
             WindowVectors::Pooled

@@ -61,6 +61,8 @@ pub enum AnswerCue {
 
 /// Words that ask for the answer, naming its type in the next word.
 const WHICH: &[&str] = &["what", "which"];
+/// What "who" asks for.
+pub const PERSON: &str = "person";
 /// Words that ask for the answer without naming its type, and the type
 /// each asks for: a gloss the answer's node may match ("*where* do the
 /// pilots of [X] come from" asks for a place: `pilot -> homeworld`, not
@@ -68,8 +70,8 @@ const WHICH: &[&str] = &["what", "which"];
 const ASKS_FOR: &[(&str, &str)] = &[
     ("when", "date"),
     ("where", "place"),
-    ("who", "person"),
-    ("whom", "person"),
+    ("who", PERSON),
+    ("whom", PERSON),
 ];
 
 /// The gloss of `word` in [`ASKS_FOR`].

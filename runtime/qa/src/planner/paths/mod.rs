@@ -25,7 +25,9 @@ use kgbox_bundle::Kg;
 
 use chunks::{Phrases, Weights};
 use kgbox_query::dense::TextEncoder;
-pub use relation_words::{end_types, is_type, relation_domain, relation_texts};
+pub use relation_words::{
+    end_types, is_type, names_agent, names_person, relation_domain, relation_texts,
+};
 
 /// One step of a path: a relation, followed forward or backward.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -76,6 +78,10 @@ pub struct RankOptions {
     /// Weight of the learned planner's log-probability when both plan
     /// ([`super::path_plan`]).
     pub learned_weight: f32,
+    /// The learned probability a path that is no template of the planner
+    /// is weighed with, where the planner's training questions left paths
+    /// of its length out ([`super::learned::PlannerMeta::partial_hops`]).
+    pub unknown_learned: f32,
 }
 
 impl Default for RankOptions {
@@ -86,6 +92,7 @@ impl Default for RankOptions {
             frontier: 256,
             weights: Weights::default(),
             learned_weight: 0.05,
+            unknown_learned: 0.05,
         }
     }
 }
@@ -98,7 +105,13 @@ impl Default for RankOptions {
 pub struct StepVectors {
     dim: usize,
     vecs: Vec<f32>,
+    /// Per relation, whether its subjects' and its objects' types name
+    /// people or groups ([`names_agent`]).
+    agents: Vec<[bool; 2]>,
 }
+
+/// The least cosine of "who" to a type that names people or groups.
+const AGENT_MATCH: f32 = 0.8;
 
 /// Vectors per relation in [`StepVectors`].
 const PER_RELATION: usize = 4;
@@ -133,8 +146,13 @@ impl StepVectors {
     /// Embeds every relation's texts.
     pub fn build(kg: &Kg<'_>, embedder: &dyn TextEncoder) -> Result<StepVectors, String> {
         // Per relation, its PER_RELATION texts in `vector`'s order.
+        let types = end_types(kg);
+        let agents = types
+            .iter()
+            .map(|ends| ends.clone().map(|t| t.as_deref().is_some_and(names_agent)))
+            .collect();
         let slots: Vec<Option<String>> = (0..kg.relation_count() as u32)
-            .zip(end_types(kg))
+            .zip(types)
             .flat_map(|(r, [subjects, objects])| {
                 let [name, noun] = relation_texts(kg, r);
                 [Some(name), Some(noun), subjects, objects]
@@ -154,7 +172,11 @@ impl StepVectors {
                 None => out.extend(std::iter::repeat_n(0.0, dim)),
             }
         }
-        Ok(StepVectors { dim, vecs: out })
+        Ok(StepVectors {
+            dim,
+            vecs: out,
+            agents,
+        })
     }
 
     /// Relation `r`'s vector `k` (0: name, 1: noun, 2: subjects' type, 3:
@@ -162,6 +184,14 @@ impl StepVectors {
     fn vector(&self, r: u32, k: usize) -> Option<&[f32]> {
         let start = (PER_RELATION * r as usize + k) * self.dim;
         self.vecs.get(start..start + self.dim)
+    }
+
+    /// Whether the type at one end of `step` ([`Self::node_type`]) names
+    /// people or groups.
+    fn node_agent(&self, step: Step, to: bool) -> bool {
+        self.agents
+            .get(step.relation as usize)
+            .is_some_and(|a| a[usize::from(step.inverse != to)])
     }
 
     /// Relation `r`'s name and noun vectors.
@@ -248,11 +278,29 @@ impl Question {
 
     /// Cosine of every phrase to the type at one end of `step`
     /// ([`StepVectors::node_type`]).
+    /// A type that names people or groups matches "who" at
+    /// [`AGENT_MATCH`] at least: the encoder puts "person" far from "solo
+    /// artist" (0.39) or "band" (0.29).
     fn type_sims(&self, steps: &StepVectors, step: Step, to: bool) -> Vec<f32> {
         let Some(t) = steps.node_type(step, to) else {
             return vec![0.0; self.vecs.len()];
         };
-        self.vecs.iter().map(|p| dot(p, t)).collect()
+        let mut sims: Vec<f32> = self.vecs.iter().map(|p| dot(p, t)).collect();
+        if steps.node_agent(step, to) {
+            let words = self
+                .phrases
+                .texts
+                .len()
+                .saturating_sub(self.phrases.glosses);
+            for (j, text) in self.phrases.texts.iter().enumerate().skip(words) {
+                if text == chunks::PERSON {
+                    if let Some(s) = sims.get_mut(j) {
+                        *s = s.max(AGENT_MATCH);
+                    }
+                }
+            }
+        }
+        sims
     }
 }
 

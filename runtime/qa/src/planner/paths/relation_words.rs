@@ -64,6 +64,101 @@ pub fn end_types(kg: &Kg<'_>) -> Vec<[Option<String>; 2]> {
         .collect()
 }
 
+/// Nouns for people (a question about one asks "who"), singular and
+/// plural.
+const PERSON_NOUNS: &[&str] = &[
+    "person",
+    "people",
+    "persons",
+    "human",
+    "humans",
+    "actor",
+    "actress",
+    "director",
+    "writer",
+    "author",
+    "creator",
+    "composer",
+    "producer",
+    "member",
+    "founder",
+    "pilot",
+    "player",
+    "artist",
+    "singer",
+    "editor",
+    "maker",
+    "spouse",
+    "child",
+    "children",
+    "parent",
+    "character",
+    "resident",
+    "leader",
+    "owner",
+    "employee",
+    "student",
+    "teacher",
+    "speaker",
+    "musician",
+    "performer",
+    "colleague",
+    "friend",
+    "partner",
+    "agent",
+    "chair",
+    "organizer",
+    "organiser",
+    "reviewer",
+    "winner",
+    "inventor",
+    "painter",
+    "poet",
+    "scientist",
+    "coach",
+    "manager",
+    "president",
+    "king",
+    "queen",
+    "researcher",
+    "politician",
+];
+
+/// Nouns for groups of people, which "who" asks for too.
+const GROUP_NOUNS: &[&str] = &[
+    "band",
+    "group",
+    "organization",
+    "organisation",
+    "company",
+    "institution",
+    "university",
+    "team",
+    "club",
+    "family",
+];
+
+/// Whether `noun`'s last word, as written, is one of `words`, or one of
+/// them with an -s.
+fn last_word_in(noun: &str, words: &[&str]) -> bool {
+    noun.split_whitespace().last().is_some_and(|w| {
+        words.contains(&w) || w.strip_suffix('s').is_some_and(|s| words.contains(&s))
+    })
+}
+
+/// Whether a lower-case noun's last word names people ("lead actor",
+/// "characters").
+pub fn names_person(noun: &str) -> bool {
+    last_word_in(noun, PERSON_NOUNS)
+}
+
+/// Whether a type (`solo artist`, `Person`, `bands`) names people or
+/// groups of them.
+pub fn names_agent(t: &str) -> bool {
+    let t = t.to_lowercase();
+    names_person(&t) || last_word_in(&t, GROUP_NOUNS)
+}
+
 /// Objects of one relation looked at, at most, for the kind of its values.
 const VALUE_SAMPLE_EDGES: usize = 32;
 /// Share of those objects of one kind for the relation's values to be
@@ -222,7 +317,23 @@ pub fn is_type(kg: &Kg<'_>, r: u32) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::value_kind;
+    use super::{names_agent, value_kind};
+
+    #[test]
+    fn agents_are_people_and_groups() {
+        for t in [
+            "Person",
+            "solo artist",
+            "bands",
+            "Human",
+            "research institution",
+        ] {
+            assert!(names_agent(t), "{t}");
+        }
+        for t in ["album", "film", "planet", "date", "person name", ""] {
+            assert!(!names_agent(t), "{t}");
+        }
+    }
 
     #[test]
     fn values_are_dates_numbers_or_neither() {

@@ -331,3 +331,55 @@ fn a_chat_model_chooses_among_the_ranked_paths_and_can_write_no_other() {
         assert_eq!(planned.query, ranker.query);
     });
 }
+
+#[test]
+fn a_path_no_template_has_is_unknown_where_synthesis_left_its_length_out() {
+    use crate::planner::fallback_tests::two_templates;
+    use crate::planner::path_plan::candidates;
+    use crate::planner::template::Template;
+    use crate::planner::Prediction;
+    graph(TRIPLES, |kg| {
+        let steps = StepVectors::build(kg, &Words).expect("steps");
+        let masked = "where do the pilots of ENTITY come from?";
+        let q = Question::new(masked, "ENTITY", &Words).expect("question");
+        let topic = kg.entity_id("Millennium Falcon").expect("topic");
+        // The learned planner weighs heavily here, so that its opinion
+        // decides: sure of `pilot`, with no template of two hops.
+        let opts = RankOptions {
+            learned_weight: 1.0,
+            unknown_learned: 1.0,
+            ..RankOptions::default()
+        };
+        let preds = [("{topic} -> pilot", 0.99), ("{topic} -> film", 0.01)]
+            .iter()
+            .enumerate()
+            .map(|(class, &(t, probability))| Prediction {
+                class,
+                template: Template(t.into()),
+                probability,
+            })
+            .collect::<Vec<_>>();
+        let best = |partial: Vec<bool>| {
+            let mut planner = two_templates(5.0, ["{topic} -> pilot", "{topic} -> film"], vec![]);
+            planner.meta.partial_hops = partial;
+            let cands = candidates(
+                kg,
+                (topic, "Millennium Falcon"),
+                &q,
+                &steps,
+                Some((&planner, &preds)),
+                PathMode::Mix,
+                &opts,
+            );
+            cands.first().expect("a candidate").query.clone()
+        };
+        // Trained on every two-hop path: one it never saw is unlikely.
+        assert_eq!(best(vec![]), "\"Millennium Falcon\" -> pilot");
+        assert_eq!(best(vec![false, false]), "\"Millennium Falcon\" -> pilot");
+        // Trained on some: the ranker's reading stands.
+        assert_eq!(
+            best(vec![false, true]),
+            "\"Millennium Falcon\" -> pilot -> homeworld"
+        );
+    });
+}
