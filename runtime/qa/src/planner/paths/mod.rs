@@ -279,8 +279,8 @@ impl Question {
     /// Cosine of every phrase to the type at one end of `step`
     /// ([`StepVectors::node_type`]).
     /// A type that names people or groups matches "who" at
-    /// [`AGENT_MATCH`] at least: the encoder puts "person" far from "solo
-    /// artist" (0.39) or "band" (0.29).
+    /// [`AGENT_MATCH`] at least: the encoder does not put "person" near
+    /// "solo artist" or "band".
     fn type_sims(&self, steps: &StepVectors, step: Step, to: bool) -> Vec<f32> {
         let Some(t) = steps.node_type(step, to) else {
             return vec![0.0; self.vecs.len()];
