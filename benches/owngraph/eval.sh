@@ -12,6 +12,7 @@
 #                               there is reused when REPACK=0 (default 1: pack again)
 #   LIMIT=0                     score only the first LIMIT questions of each file (0: all)
 #   HOPS=1,2,3                  which gold-Nhop.tsv files to score
+#   GRAPHS_DIR=benches/owngraph the folder of graph folders (e.g. one benches/owngraph/opaque.py wrote)
 #   PACK_ARGS=                  extra `kgbox-pack build` options, e.g. "--label-predicate IRI"
 #                               (split on spaces)
 #   ULTRA=                      ULTRA prefix (e.g. models/ultra/onnx/ultraquery): pack with --ultra and
@@ -29,7 +30,7 @@ log() { echo "eval.sh: [$(date +%H:%M:%S)] $*" >&2; }
 abspath() { realpath -m -- "$1"; }
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-HERE=$REPO/benches/owngraph
+HERE=$(abspath "${GRAPHS_DIR:-$REPO/benches/owngraph}")
 KGBOX=$(abspath "${KGBOX:-$REPO/target/release/kgbox}")
 KGBOX_PACK=$(abspath "${KGBOX_PACK:-$REPO/target/release/kgbox-pack}")
 ULTRA=${ULTRA:-}
@@ -73,10 +74,10 @@ if ((${#GRAPHS[@]} == 0)); then
 fi
 ((${#GRAPHS[@]} > 0)) || die "no graph under $HERE"
 for g in "${GRAPHS[@]}"; do
-  graph_file "$g" >/dev/null || die "no graph file (graph.nt.gz, graph.ttl.gz, ...) in benches/owngraph/$g"
+  graph_file "$g" >/dev/null || die "no graph file (graph.nt.gz, graph.ttl.gz, ...) in $HERE/$g"
   IFS=, read -r -a hops <<<"$HOPS"
   for h in "${hops[@]}"; do
-    [[ -s $HERE/$g/gold-${h}hop.tsv ]] || die "missing benches/owngraph/$g/gold-${h}hop.tsv (run benches/owngraph/gold.py)"
+    [[ -s $HERE/$g/gold-${h}hop.tsv ]] || die "missing $HERE/$g/gold-${h}hop.tsv (run benches/owngraph/gold.py)"
   done
 done
 

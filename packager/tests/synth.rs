@@ -208,3 +208,16 @@ fn rdf_questions_use_class_nouns_and_start_at_entities() {
     assert!(says("-> artist_inv -> track", "songs"));
     assert!(says("-> track_inv", "albums"));
 }
+
+/// Wikidata's property descriptions (`input::wikidata`) read as a noun
+/// and a domain, as an operator's would.
+#[test]
+fn wikidata_descriptions_read_as_nouns_of_domains() {
+    let unread: Vec<&str> = kgbox_pack::input::wikidata::descriptions()
+        .filter(|d| {
+            let read = kgbox_pack::synth::description::read_description(d);
+            read.noun.is_none() || read.domain.is_none()
+        })
+        .collect();
+    assert!(unread.is_empty(), "{unread:#?}");
+}

@@ -34,6 +34,17 @@ pub const TEXT_PREDICATES: &[&str] = &[
     "http://dbpedia.org/ontology/abstract",
 ];
 
+/// Predicates whose literal says what its subject is (a comment, a
+/// definition): a predicate's own one is its relation's description.
+pub const DEFINITION_PREDICATES: &[&str] = &[
+    "http://www.w3.org/2000/01/rdf-schema#comment",
+    "http://www.w3.org/2004/02/skos/core#definition",
+    "http://purl.org/dc/terms/description",
+    "http://purl.org/dc/elements/1.1/description",
+    "http://schema.org/description",
+    "https://schema.org/description",
+];
+
 /// Whether a literal value is a long text (a description, a comment), which
 /// does not become a graph node.
 pub fn is_long_text(value: &str) -> bool {

@@ -28,6 +28,7 @@ mod source;
 mod statements;
 mod triples;
 mod tsv;
+pub mod wikidata;
 
 pub use interner::Interner;
 pub use large::{AliasRecord, LargeKg};

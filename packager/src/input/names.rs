@@ -12,7 +12,7 @@ use std::path::Path;
 use kgbox_query::translate::iri::LITERAL_QUALIFIER;
 use sha2::{Digest, Sha256};
 
-use super::{InputError, RawKg};
+use super::{literals, wikidata, InputError, RawKg};
 
 /// A label literal of an entity, as read.
 pub(super) struct Label {
@@ -404,32 +404,168 @@ fn local_name(iri: &str) -> &str {
     iri.rsplit(['#', '/']).next().unwrap_or(iri)
 }
 
+/// What a graph says of its own predicates, where a predicate is the
+/// subject of a name (its label) or of a description literal (its
+/// comment): English or language-less ones first.
+#[derive(Debug, Default)]
+pub struct PredicateTexts {
+    labels: HashMap<String, ((u8, u8), String)>,
+    comments: HashMap<String, (u8, String)>,
+}
+
+impl PredicateTexts {
+    /// Adds the literal `value` (in `lang`) of `predicate` about the
+    /// predicate `iri`; `rank` is the predicate's rank as a name.
+    pub(super) fn add(
+        &mut self,
+        iri: &str,
+        predicate: &str,
+        rank: Option<Option<u8>>,
+        value: &str,
+        lang: &str,
+    ) {
+        let lang = lang_rank(lang);
+        let value = value.split_whitespace().collect::<Vec<_>>().join(" ");
+        if value.is_empty() || lang > 1 {
+            return;
+        }
+        if let Some(Some(rank)) = rank {
+            keep_best(&mut self.labels, iri, (rank, lang), value);
+        } else if literals::DEFINITION_PREDICATES.contains(&predicate) {
+            keep_best(&mut self.comments, iri, lang, value);
+        }
+    }
+
+    fn label(&self, iri: &str) -> Option<&str> {
+        self.labels.get(iri).map(|(_, l)| l.as_str())
+    }
+
+    fn comment(&self, iri: &str) -> Option<&str> {
+        self.comments.get(iri).map(|(_, c)| c.as_str())
+    }
+}
+
+/// Keeps `value` for `iri` when its `key` ranks before the one kept (the
+/// first of equals stays).
+fn keep_best<K: PartialOrd>(
+    map: &mut HashMap<String, (K, String)>,
+    iri: &str,
+    key: K,
+    value: String,
+) {
+    if map.get(iri).is_none_or(|(kept, _)| key < *kept) {
+        map.insert(iri.to_string(), (key, value));
+    }
+}
+
+/// Whether a predicate's local name says nothing to a reader (`P19`,
+/// `p_7`): it has no run of three letters.
+fn is_opaque(local: &str) -> bool {
+    let mut run = 0;
+    for c in local.chars() {
+        run = if c.is_alphabetic() { run + 1 } else { 0 };
+        if run >= 3 {
+            return false;
+        }
+    }
+    true
+}
+
+/// A label as a relation name: its words in lowercase, joined by `_`
+/// (`"place of birth"` → `place_of_birth`).
+fn label_name(label: &str) -> Option<String> {
+    let words: Vec<String> = label
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    (!words.is_empty()).then(|| words.join("_"))
+}
+
 /// Names the relations interned (by predicate IRI) from `first` on: the
-/// IRI's local name, or the full IRI when several predicates share a local
-/// name (whatever the input order) or the local name is another predicate's
-/// IRI. The IRI is kept as the relation's source IRI and its description.
-pub(super) fn name_relations(kg: &mut RawKg, first: usize) {
+/// IRI's local name; where that says nothing (`wdt:P19`), the predicate's
+/// label in the graph, or its name among Wikidata's properties
+/// ([`wikidata`]); the full IRI when several predicates would share a
+/// name (whatever the input order) or the name is another predicate's IRI.
+/// The IRI is kept as the relation's source IRI. Its description is the
+/// graph's own comment on the predicate, else the Wikidata table's, else
+/// its label when that says more than the name, else the IRI; an
+/// operator's `--relation-descriptions` file replaces it.
+pub(super) fn name_relations(kg: &mut RawKg, first: usize, own: &PredicateTexts) {
+    /// Where a relation's preferred name came from.
+    #[derive(PartialEq)]
+    enum Source {
+        Local,
+        Label,
+        Table,
+    }
     let iris = kg.relations.names_from(first);
-    let mut locals: HashMap<&str, usize> = HashMap::new();
-    for iri in &iris {
-        *locals.entry(local_name(iri)).or_default() += 1;
+    let preferred: Vec<(String, Source)> = iris
+        .iter()
+        .map(|iri| {
+            let local = local_name(iri);
+            if is_opaque(local) {
+                if let Some(name) = own.label(iri).and_then(label_name) {
+                    return (name, Source::Label);
+                }
+                if let Some(k) = wikidata::known(iri) {
+                    return (k.name.to_string(), Source::Table);
+                }
+            }
+            (local.to_string(), Source::Local)
+        })
+        .collect();
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for (name, _) in &preferred {
+        *counts.entry(name.as_str()).or_default() += 1;
     }
     let all: HashSet<&str> = iris.iter().map(String::as_str).collect();
-    kg.relations.rename(|i, name| {
-        let local = local_name(name);
-        // A short name must be unique and must not be another predicate's IRI.
-        if i < first || local.is_empty() || locals.get(local) != Some(&1) || all.contains(local) {
-            name.to_string()
-        } else {
-            local.to_string()
-        }
-    });
-    for (k, iri) in iris.into_iter().enumerate() {
+    // A short name must be unique and must not be another predicate's IRI.
+    let unique =
+        |name: &str| !name.is_empty() && counts.get(name) == Some(&1) && !all.contains(name);
+    let renamed: Vec<Option<&str>> = preferred
+        .iter()
+        .map(|(name, _)| unique(name).then_some(name.as_str()))
+        .collect();
+    kg.relations.rename(
+        |i, name| match i.checked_sub(first).and_then(|k| renamed[k]) {
+            Some(short) => short.to_string(),
+            None => name.to_string(),
+        },
+    );
+    // Relations named by a label and described, by where it came from.
+    let (mut by_label, mut by_table) = (0usize, 0usize);
+    let (mut commented, mut labelled, mut tabled) = (0usize, 0usize, 0usize);
+    for (k, iri) in iris.iter().enumerate() {
         let id = (first + k) as u32;
-        kg.relation_descriptions
-            .entry(id)
-            .or_insert_with(|| iri.clone());
-        kg.relation_iris.insert(id, iri);
+        let (name, source) = &preferred[k];
+        if renamed[k].is_some() {
+            by_label += usize::from(*source == Source::Label);
+            by_table += usize::from(*source == Source::Table);
+        }
+        let words = |s: &str| label_name(s).unwrap_or_default();
+        let description = if let Some(c) = own.comment(iri) {
+            commented += 1;
+            c.to_string()
+        } else if let Some(v) = wikidata::known(iri) {
+            tabled += 1;
+            v.description.to_string()
+        } else if let Some(l) = own.label(iri).filter(|l| words(l) != words(name)) {
+            labelled += 1;
+            l.to_string()
+        } else {
+            iri.clone()
+        };
+        kg.relation_descriptions.entry(id).or_insert(description);
+        kg.relation_iris.insert(id, iri.clone());
+    }
+    if by_label + by_table + commented + labelled + tabled > 0 {
+        kg.notes.push(format!(
+            "relations: {by_label} named by their label in the graph and {by_table} by \
+             Wikidata's property table (their IRIs' local names say nothing); {commented} \
+             described by their comment in the graph, {labelled} by their label and {tabled} \
+             by Wikidata's property table (--relation-descriptions replaces any of them)"
+        ));
     }
 }
 

@@ -26,7 +26,7 @@ use oxrdfio::{RdfParseError, RdfParser};
 use super::interner::Interner;
 use super::label_predicates::{self, count, shown, Seen};
 use super::literals::{self, Literals};
-use super::names::{self, Label};
+use super::names::{self, Label, PredicateTexts};
 use super::source::{open, read_error};
 use super::{Format, InputError, RawKg, ReadOptions};
 
@@ -119,8 +119,13 @@ impl Reading<'_> {
 
     /// Chooses the name predicates, turns their literals into labels and
     /// adds the other literals to the graph (long texts aside); returns
-    /// the labels.
-    fn finish(mut self, path: &Path, opts: &ReadOptions) -> Result<Vec<Label>, InputError> {
+    /// the labels, and what the graph says of its own predicates (their
+    /// labels and comments, where a predicate is a subject too).
+    fn finish(
+        mut self,
+        path: &Path,
+        opts: &ReadOptions,
+    ) -> Result<(Vec<Label>, PredicateTexts), InputError> {
         self.literals.sort();
         self.nonliteral.resize(self.predicates.len(), 0);
         let choice = label_predicates::choose(
@@ -135,11 +140,22 @@ impl Reading<'_> {
         )?;
         self.kg.notes.extend(choice.notes.iter().cloned());
         let mut labels = Vec::new();
+        // The predicates that are subjects too, by entity id.
+        let described: HashMap<u32, &str> = self
+            .predicates
+            .iter()
+            .filter_map(|p| Some((self.kg.entities.get(&names::key_iri(p))?, p)))
+            .collect();
+        let mut own = PredicateTexts::default();
         // Long texts kept out, by predicate IRI (ordered for the log).
         let mut texts: BTreeMap<&str, u64> = BTreeMap::new();
         for l in self.literals.items() {
             let value = self.literals.value(l);
             let predicate = self.predicates.name(l.predicate);
+            if let Some(&iri) = described.get(&l.subject) {
+                let lang = self.literals.lang(l);
+                own.add(iri, predicate, choice.rank(l.predicate), value, lang);
+            }
             if let Some(rank) = choice.rank(l.predicate) {
                 labels.push(Label {
                     entity: l.subject,
@@ -178,7 +194,7 @@ impl Reading<'_> {
                 literals::LONG_TEXT_WORDS,
             ));
         }
-        Ok(labels)
+        Ok((labels, own))
     }
 }
 
@@ -226,7 +242,7 @@ pub fn read_rdf_with(
             r.add(path, &q.subject, &q.predicate, &q.object)?;
         }
     }
-    let labels = r.finish(path, opts)?;
+    let (labels, own) = r.finish(path, opts)?;
     // The question-answering entity of each blank node of the statements.
     let blanks: HashMap<String, u32> = kg
         .statements
@@ -256,6 +272,6 @@ pub fn read_rdf_with(
     let entities = &kg.entities;
     kg.statements
         .relabel_blanks(|l| blanks.get(l).map(|&id| entities.name(id).to_string()));
-    names::name_relations(kg, first_relation);
+    names::name_relations(kg, first_relation, &own);
     Ok(())
 }

@@ -5,11 +5,11 @@
 use std::collections::HashMap;
 
 use kgbox_bundle::Kg;
+use kgbox_qa::planner::paths::TYPE_IRIS;
 
 use super::paths::{follow, Step};
 use super::phrase::{plural, split_words};
 
-const RDF_TYPE: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type";
 /// Share of the reached entities one class must cover to name them.
 const MIN_SHARE: f32 = 0.6;
 /// Topics followed per path, and entities looked at, at most.
@@ -26,7 +26,8 @@ impl Classes {
     /// The relation read as `rdf:type`: by its IRI, or in a graph without
     /// IRIs the one named `type` or `rdf:type`.
     pub fn of(kg: &Kg<'_>) -> Option<Classes> {
-        let relation = kg.relation_by_iri(RDF_TYPE).or_else(|| {
+        let by_iri = TYPE_IRIS.iter().find_map(|&i| kg.relation_by_iri(i));
+        let relation = by_iri.or_else(|| {
             (!kg.has_iris())
                 .then(|| {
                     kg.relation_id("type")

@@ -254,10 +254,23 @@ pub fn relation_texts(kg: &Kg<'_>, r: u32) -> [String; 2] {
     let name = words.join(" ");
     let noun = kg
         .relation_gloss(r)
-        .and_then(description_noun)
+        .and_then(|d| description_noun(d).or_else(|| short_gloss(d)))
         .unwrap_or_else(|| name.clone());
     [name, noun]
 }
+
+/// A description of a few words and no article is a noun itself (a
+/// predicate's label in the graph: "home planet").
+fn short_gloss(d: &str) -> Option<String> {
+    let words = description_words(d);
+    (!words.is_empty()
+        && words.len() <= MAX_GLOSS_WORDS
+        && !words.iter().any(|w| ARTICLES.contains(&w.as_str())))
+    .then(|| words.join(" "))
+}
+
+/// Words a description may have to be a noun as a whole.
+const MAX_GLOSS_WORDS: usize = 4;
 
 /// What a relation's subjects are, from its description: the word after
 /// its last article but the first ("the director of a *film*", "the year
@@ -306,18 +319,33 @@ pub(super) fn description_noun(d: &str) -> Option<String> {
     Some(words[..end].join(" "))
 }
 
-/// Whether `r` types its subjects (`rdf:type`, or a relation named
-/// `type`): a path ends there ("what kind of thing is X"), it does not go
+/// Predicates that type their subjects: `rdf:type` and Wikidata's
+/// "instance of".
+pub const TYPE_IRIS: &[&str] = &[
+    "http://www.w3.org/1999/02/22-rdf-syntax-ns#type",
+    "http://www.wikidata.org/prop/direct/P31",
+];
+
+/// Whether `r` types its subjects (`rdf:type`, Wikidata's `P31`, or a
+/// relation named `type`): a path ends there ("what kind of thing is X"), it does not go
 /// on through a class to all its members.
 pub fn is_type(kg: &Kg<'_>, r: u32) -> bool {
     kg.relation_iri(r)
-        .map(|i| i == "http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
+        .map(|i| TYPE_IRIS.contains(&i))
         .unwrap_or_else(|| kg.relation_name(r) == Some("type"))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{names_agent, value_kind};
+    use super::{names_agent, short_gloss, value_kind};
+
+    #[test]
+    fn a_short_description_without_an_article_is_a_noun() {
+        assert_eq!(short_gloss("Home planet").as_deref(), Some("home planet"));
+        assert_eq!(short_gloss("the planet a person comes from"), None);
+        assert_eq!(short_gloss("date of first public release"), None);
+        assert_eq!(short_gloss(""), None);
+    }
 
     #[test]
     fn agents_are_people_and_groups() {
