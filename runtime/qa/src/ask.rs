@@ -220,6 +220,7 @@ fn execute_plan(
         query: query.to_string(),
         error: Box::new(error),
     })?;
+    specific_classes_first(ctx.kg, query, &mut found);
     let repair = if opts.repair {
         let topic_id = topic.map(|t| t.entity);
         let with: Vec<u32> = linked
@@ -232,6 +233,27 @@ fn execute_plan(
         None
     };
     Ok((found, repair))
+}
+
+/// The answers of a query that ends on the type relation (`rdf:type`):
+/// at equal scores, the class with the fewest members first ("what
+/// species is [Greedo]": `Rodian`, not `Character`).
+fn specific_classes_first(kg: &kgbox_bundle::Kg<'_>, query: &str, found: &mut Answers) {
+    let Ok(kgbox_query::Query::Project { relation, .. }) = kgbox_query::parse(query) else {
+        return;
+    };
+    let Some(r) = kg.relation_id(&relation.name) else {
+        return;
+    };
+    if !planner::paths::is_type(kg, r) {
+        return;
+    }
+    let members = |class: u32| kg.inc.neighbours(class, r).len();
+    found.answers.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| members(a.entity).cmp(&members(b.entity)))
+    });
 }
 
 /// Strategies: a failed or low-confidence LLM query falls through to the
@@ -293,4 +315,53 @@ fn rerank(
         question_vec,
     };
     Ok(rerank_candidates(input, found)?)
+}
+
+#[cfg(test)]
+mod class_order_tests {
+    use super::specific_classes_first;
+    use crate::rerank::test_graph::graph;
+    use kgbox_query::{Answer, Answers};
+
+    const TRIPLES: &[(&str, &str, &str)] = &[
+        ("Greedo", "type", "Character"),
+        ("Greedo", "type", "Rodian"),
+        ("Han Solo", "type", "Character"),
+        ("Han Solo", "type", "Human"),
+        ("Han Solo", "ally", "Greedo"),
+        ("Han Solo", "ally", "Chewbacca"),
+        ("Luke", "ally", "Chewbacca"),
+    ];
+
+    #[test]
+    fn a_type_answers_the_class_with_fewest_members_first() {
+        graph(TRIPLES, |kg| {
+            let id = |n: &str| kg.entity_id(n).expect("entity");
+            let found = |names: &[&str], query: &str| {
+                let mut a = Answers {
+                    answers: names
+                        .iter()
+                        .map(|n| Answer {
+                            entity: id(n),
+                            score: 1.0,
+                            paths: Vec::new(),
+                        })
+                        .collect(),
+                    total: names.len(),
+                    edge_visits: 0,
+                };
+                specific_classes_first(kg, query, &mut a);
+                a.answers.iter().map(|a| a.entity).collect::<Vec<_>>()
+            };
+            assert_eq!(
+                found(&["Character", "Rodian"], "\"Greedo\" -> type"),
+                [id("Rodian"), id("Character")]
+            );
+            // Another relation keeps the executor's order.
+            assert_eq!(
+                found(&["Chewbacca", "Greedo"], "\"Han Solo\" -> ally"),
+                [id("Chewbacca"), id("Greedo")]
+            );
+        });
+    }
 }

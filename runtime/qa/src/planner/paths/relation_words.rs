@@ -16,8 +16,9 @@ const CLASS_SAMPLE_EDGES: usize = 64;
 /// class of a sample of subjects; the most common class of a sample of
 /// objects, or else the description's noun, or else the kind of its
 /// values ([`value_kind`]: `date`, `number`). Classes come from `rdf:type`
-/// (or a relation named `type`); a graph without any has only the
-/// descriptions.
+/// (or a relation named `type`), and the type relation's objects (classes)
+/// have the class the graph gives classes, if any; a graph without any has
+/// only the descriptions.
 pub fn end_types(kg: &Kg<'_>) -> Vec<[Option<String>; 2]> {
     let relations = kg.relation_count();
     // Per relation and end: class id -> count, and the edges counted.
@@ -40,6 +41,19 @@ pub fn end_types(kg: &Kg<'_>) -> Vec<[Option<String>; 2]> {
                     if r != typ && k[end] < CLASS_SAMPLE_EDGES {
                         *c[end].entry(class).or_default() += 1;
                         k[end] += 1;
+                    }
+                }
+            }
+            // The type relation's objects are classes: their own class
+            // where the graph gives them one (`Rodian` is a `Species`).
+            if let (Some(c), Some(k)) = (counts.get_mut(typ as usize), seen.get_mut(typ as usize)) {
+                for &class in kg.out.neighbours(n, typ) {
+                    let Some(&meta) = kg.out.neighbours(class, typ).first() else {
+                        continue;
+                    };
+                    if k[1] < CLASS_SAMPLE_EDGES {
+                        *c[1].entry(meta).or_default() += 1;
+                        k[1] += 1;
                     }
                 }
             }
@@ -146,10 +160,20 @@ fn last_word_in(noun: &str, words: &[&str]) -> bool {
     })
 }
 
+/// Letters a person noun has at least to name people at the end of a
+/// longer word ("song*writer*", "film*maker*"; not "par*king*").
+const COMPOUND_TAIL: usize = 5;
+
 /// Whether a lower-case noun's last word names people ("lead actor",
-/// "characters").
+/// "characters", "songwriter").
 pub fn names_person(noun: &str) -> bool {
     last_word_in(noun, PERSON_NOUNS)
+        || noun.split_whitespace().last().is_some_and(|w| {
+            let w = w.strip_suffix('s').unwrap_or(w);
+            PERSON_NOUNS
+                .iter()
+                .any(|p| p.len() >= COMPOUND_TAIL && w.len() > p.len() && w.ends_with(p))
+        })
 }
 
 /// Whether a type (`solo artist`, `Person`, `bands`) names people or
@@ -355,10 +379,22 @@ mod tests {
             "bands",
             "Human",
             "research institution",
+            "Songwriter",
+            "screenwriters",
+            "filmmaker",
         ] {
             assert!(names_agent(t), "{t}");
         }
-        for t in ["album", "film", "planet", "date", "person name", ""] {
+        for t in [
+            "album",
+            "film",
+            "planet",
+            "date",
+            "person name",
+            "",
+            "parking",
+            "booking",
+        ] {
             assert!(!names_agent(t), "{t}");
         }
     }

@@ -383,3 +383,17 @@ fn a_path_no_template_has_is_unknown_where_synthesis_left_its_length_out() {
         );
     });
 }
+
+#[test]
+fn the_type_relation_leads_to_the_class_of_classes() {
+    let mut triples = TRIPLES.to_vec();
+    let types = |triples: &[(&'static str, &'static str, &'static str)]| {
+        graph(triples, |kg| {
+            let typ = kg.relation_id("type").expect("type");
+            end_types(kg)[typ as usize][1].clone()
+        })
+    };
+    assert_eq!(types(&triples), None);
+    triples.push(("Human", "type", "Species"));
+    assert_eq!(types(&triples).as_deref(), Some("species"));
+}
