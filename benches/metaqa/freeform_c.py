@@ -419,8 +419,11 @@ PHRASES_C = [
 ]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def run(phrases, prog, doc):
+    """The command line of a phrase-table set: sample `phrases` over --kb
+    and write --out (`prog` names the script in messages, `doc` is its
+    docstring)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--kb", required=True, help="MetaQA kb.tsv (head<TAB>relation<TAB>tail lines)")
     ap.add_argument("--out", required=True, help="folder for bracketed.txt, plain.txt, paths.tsv")
     ap.add_argument("--seed", type=int, default=4242)
@@ -430,14 +433,18 @@ def main():
     args = ap.parse_args()
     graph = load(args.kb)
     if not graph:
-        sys.exit(f"freeform_c.py: no head<TAB>relation<TAB>tail lines in {args.kb}")
+        sys.exit(f"{prog}: no head<TAB>relation<TAB>tail lines in {args.kb}")
     rng = random.Random(args.seed)
     used = set()
     for arg in args.avoid:
         for f in filter(None, (s.strip() for s in arg.split(","))):
             used |= avoided_topics(f)
-    rows = sample(graph, rng, PHRASES_C, used, args.max_answers, "freeform_c.py")
-    write(Path(args.out), rows, "freeform_c.py")
+    rows = sample(graph, rng, phrases, used, args.max_answers, prog)
+    write(Path(args.out), rows, prog)
+
+
+def main():
+    run(PHRASES_C, "freeform_c.py", __doc__)
 
 if __name__ == "__main__":
     main()

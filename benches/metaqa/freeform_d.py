@@ -21,22 +21,19 @@ word swap of, one in PHRASES, PHRASES_B, PHRASES_C or MetaQA's own templates.
 Outputs have the same formats as set C's: OUT/bracketed.txt (topic in
 [brackets]), OUT/plain.txt (no brackets), both `question<TAB>answer|answer`,
 and OUT/paths.tsv (hop, bracketed question, topic, gold chain); 50 questions
-per hop. KB loading comes from freeform.py; the sampling (round-robin over
-path types, answers excluding the topic), the writing and the reading of
---avoid files from freeform_b.py. --avoid may be given more than once or
+per hop. The command line, KB loading, sampling (round-robin over path types,
+answers excluding the topic), writing and reading of --avoid files are set
+C's (freeform_c.py's run). --avoid may be given more than once or
 as a comma list (pass sets A's, B's and C's paths.tsv, as above, to keep the
 four sets' topics disjoint). Deterministic for a given KB, --seed and --avoid
 files.
 """
 
-import argparse
-import random
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from freeform import load  # noqa: E402
-from freeform_b import avoided_topics, sample, write  # noqa: E402
+from freeform_c import run  # noqa: E402
 
 # (path, phrasings); {e} is the topic entity.
 PHRASES_D = [
@@ -423,24 +420,7 @@ PHRASES_D = [
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--kb", required=True, help="MetaQA kb.tsv (head<TAB>relation<TAB>tail lines)")
-    ap.add_argument("--out", required=True, help="folder for bracketed.txt, plain.txt, paths.tsv")
-    ap.add_argument("--seed", type=int, default=4242)
-    ap.add_argument("--max-answers", type=int, default=30)
-    ap.add_argument("--avoid", action="append", default=[],
-                    help="a paths.tsv whose topics are not reused; repeatable or comma-separated")
-    args = ap.parse_args()
-    graph = load(args.kb)
-    if not graph:
-        sys.exit(f"freeform_d.py: no head<TAB>relation<TAB>tail lines in {args.kb}")
-    rng = random.Random(args.seed)
-    used = set()
-    for arg in args.avoid:
-        for f in filter(None, (s.strip() for s in arg.split(","))):
-            used |= avoided_topics(f)
-    rows = sample(graph, rng, PHRASES_D, used, args.max_answers, "freeform_d.py")
-    write(Path(args.out), rows, "freeform_d.py")
+    run(PHRASES_D, "freeform_d.py", __doc__)
 
 if __name__ == "__main__":
     main()
