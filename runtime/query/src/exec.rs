@@ -364,9 +364,6 @@ impl<'a> Run<'_, 'a> {
                 } else {
                     out.scale_all(&anchors, ANCHOR_WEIGHT);
                 }
-                if node == self.plan.root() {
-                    self.demote_round_trip(&mut out, input, relation, inverse);
-                }
                 out
             }
             Some(Node::And(ops)) => self.and(&ops, within)?,
@@ -384,34 +381,6 @@ impl<'a> Run<'_, 'a> {
             }
         };
         Ok(set)
-    }
-
-    /// A query whose last step goes straight back over the step before
-    /// it, from a set that is not an anchor (`member -> author_inv ->
-    /// author`: the co-authors of an institution's people), asks for others
-    /// of the same kind: what that step started from ranks below what the
-    /// round trip found, at [`ANCHOR_WEIGHT`] times its membership. The
-    /// answers are the same set; only the root is ranked so, as `AND`,
-    /// `OR` and `NOT` must see the plain memberships.
-    fn demote_round_trip(&self, out: &mut FuzzySet, input: usize, relation: u32, inverse: bool) {
-        let Some(Node::Project {
-            input: start,
-            relation: before,
-            inverse: was_inverse,
-        }) = self.plan.nodes.get(input)
-        else {
-            return;
-        };
-        if *before != relation || *was_inverse == inverse {
-            return;
-        }
-        if matches!(self.plan.nodes.get(*start), Some(Node::Anchor { .. })) {
-            return;
-        }
-        if let Some(Some(from)) = self.sets.get(*start) {
-            let ids: Vec<u32> = from.iter().map(|(id, _)| id).collect();
-            out.scale_all(&ids, ANCHOR_WEIGHT);
-        }
     }
 
     fn neural(
