@@ -18,6 +18,7 @@
 //! answers' names ([`prompt`]); what is sent is governed by [`llm::policy`]
 //! and recorded by [`llm::audit`].
 
+mod answer_order;
 pub mod arbitrate;
 pub mod ask;
 pub mod confidence;
