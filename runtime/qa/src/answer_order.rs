@@ -1,18 +1,53 @@
 //! The order of a plan's answers where the question says more than the
 //! executor's scores: the most specific class for a type, others first
-//! after a round trip. The answers stay the same set.
+//! after a round trip, the type the question names first. The answers stay
+//! the same set.
 
 use kgbox_bundle::Kg;
 use kgbox_query::{Answers, Query};
 
+use crate::planner::paths::is_type;
+use crate::words::{singular, split_words};
+
 /// Reorders `found`, the answers of `query` (a DSL query; one that does
-/// not parse is left as it is).
-pub(crate) fn reorder(kg: &Kg<'_>, query: &str, found: &mut Answers) {
+/// not parse is left as it is), for a question that names its answer's
+/// type with `noun` (when it does).
+pub(crate) fn reorder(kg: &Kg<'_>, query: &str, noun: Option<&str>, found: &mut Answers) {
     let Ok(q) = kgbox_query::parse(query) else {
         return;
     };
     specific_classes_first(kg, &q, found);
     others_first(kg, &q, found);
+    if let Some(noun) = noun {
+        named_type_first(kg, noun, found);
+    }
+}
+
+/// At equal scores, the answers of a class whose name ends in the noun the
+/// question names its answer with come first ("what *starships* did [X]
+/// fly": the `Starship`s X is a pilot of before the `Vehicle`s). Nothing
+/// changes unless some answers are of that class and some are not.
+fn named_type_first(kg: &Kg<'_>, noun: &str, found: &mut Answers) {
+    let Some(typ) = (0..kg.relation_count() as u32).find(|&r| is_type(kg, r)) else {
+        return;
+    };
+    let noun = singular(noun);
+    let named = |class: u32| {
+        kg.entity_name(class)
+            .and_then(|n| split_words(n).pop())
+            .is_some_and(|last| singular(&last) == noun)
+    };
+    let of_noun = |entity: u32| kg.out.neighbours(entity, typ).iter().any(|&c| named(c));
+    let marks: Vec<bool> = found.answers.iter().map(|a| of_noun(a.entity)).collect();
+    if marks.iter().all(|&m| m) || !marks.iter().any(|&m| m) {
+        return;
+    }
+    let mut marked: Vec<_> = std::mem::take(&mut found.answers)
+        .into_iter()
+        .zip(marks)
+        .collect();
+    marked.sort_by(|(a, am), (b, bm)| b.score.total_cmp(&a.score).then(bm.cmp(am)));
+    found.answers = marked.into_iter().map(|(a, _)| a).collect();
 }
 
 /// The answers of a query that ends on the type relation (`rdf:type`):
@@ -25,7 +60,7 @@ fn specific_classes_first(kg: &Kg<'_>, query: &Query, found: &mut Answers) {
     let Some(r) = kg.relation_id(&relation.name) else {
         return;
     };
-    if !crate::planner::paths::is_type(kg, r) {
+    if !is_type(kg, r) {
         return;
     }
     let members = |class: u32| kg.inc.neighbours(class, r).len();
@@ -99,26 +134,35 @@ mod tests {
         ("Luke", "ally", "Chewbacca"),
     ];
 
+    /// `names`, each at score 1, reordered as the answers of `query` to a
+    /// question whose answer noun is `noun`.
+    fn order(
+        kg: &kgbox_bundle::Kg<'_>,
+        names: &[&str],
+        query: &str,
+        noun: Option<&str>,
+    ) -> Vec<u32> {
+        let mut a = Answers {
+            answers: names
+                .iter()
+                .map(|n| Answer {
+                    entity: kg.entity_id(n).expect("entity"),
+                    score: 1.0,
+                    paths: Vec::new(),
+                })
+                .collect(),
+            total: names.len(),
+            edge_visits: 0,
+        };
+        reorder(kg, query, noun, &mut a);
+        a.answers.iter().map(|a| a.entity).collect()
+    }
+
     #[test]
     fn a_type_answers_the_class_with_fewest_members_first() {
         graph(TRIPLES, |kg| {
             let id = |n: &str| kg.entity_id(n).expect("entity");
-            let found = |names: &[&str], query: &str| {
-                let mut a = Answers {
-                    answers: names
-                        .iter()
-                        .map(|n| Answer {
-                            entity: id(n),
-                            score: 1.0,
-                            paths: Vec::new(),
-                        })
-                        .collect(),
-                    total: names.len(),
-                    edge_visits: 0,
-                };
-                reorder(kg, query, &mut a);
-                a.answers.iter().map(|a| a.entity).collect::<Vec<_>>()
-            };
+            let found = |names: &[&str], query: &str| order(kg, names, query, None);
             assert_eq!(
                 found(&["Character", "Rodian"], "\"Greedo\" -> type"),
                 [id("Rodian"), id("Character")]
@@ -128,6 +172,36 @@ mod tests {
                 found(&["Chewbacca", "Greedo"], "\"Han Solo\" -> ally"),
                 [id("Chewbacca"), id("Greedo")]
             );
+        });
+    }
+
+    const CRAFT: &[(&str, &str, &str)] = &[
+        ("X-wing", "type", "Starship"),
+        ("Speeder", "type", "Vehicle"),
+        ("Shuttle", "type", "Imperial Starship"),
+        ("X-wing", "pilot", "Luke"),
+        ("Speeder", "pilot", "Luke"),
+        ("Shuttle", "pilot", "Luke"),
+    ];
+
+    #[test]
+    fn the_class_the_question_names_comes_first() {
+        graph(CRAFT, |kg| {
+            let id = |n: &str| kg.entity_id(n).expect("entity");
+            let all = ["Speeder", "Shuttle", "X-wing"];
+            let query = "\"Luke\" -> pilot_inv";
+            assert_eq!(
+                order(kg, &all, query, Some("starships")),
+                [id("Shuttle"), id("X-wing"), id("Speeder")]
+            );
+            assert_eq!(
+                order(kg, &all, query, Some("vehicle")),
+                [id("Speeder"), id("Shuttle"), id("X-wing")]
+            );
+            // A noun no class ends in, or no noun: the executor's order.
+            let same = [id("Speeder"), id("Shuttle"), id("X-wing")];
+            assert_eq!(order(kg, &all, query, Some("planets")), same);
+            assert_eq!(order(kg, &all, query, None), same);
         });
     }
 
@@ -153,7 +227,7 @@ mod tests {
                     ..kgbox_query::ExecOptions::default()
                 };
                 let mut found = kgbox_query::execute(kg, &plan, &opts).expect("execute");
-                super::reorder(kg, query, &mut found);
+                super::reorder(kg, query, None, &mut found);
                 found
                     .answers
                     .iter()

@@ -42,7 +42,8 @@ pub fn ask(
     let t = topic.as_ref();
     let mut planned = timed(&mut timings.plan, || plan(ctx, opts, question, t, &linked))?;
     let (mut found, repair) = timed(&mut timings.execute, || {
-        execute(ctx, opts, &mut planned, t, &linked)
+        let noun = answer_noun(question, t);
+        execute(ctx, opts, &mut planned, t, &linked, noun.as_deref())
     })?;
     let threshold = answer_threshold(ctx.learned);
     let first = FirstQuery {
@@ -167,22 +168,26 @@ fn execute(
     planned: &mut Planned,
     topic: Option<&Topic>,
     linked: &[LinkedEntity],
+    noun: Option<&str>,
 ) -> Result<(Answers, Option<RepairReport>), AskError> {
-    let first = execute_plan(
-        ctx,
-        opts,
-        &planned.query,
-        planned.keep_anchors,
-        topic,
-        linked,
-    )?;
+    let plan = PlanToRun {
+        query: &planned.query,
+        keep_anchors: planned.keep_anchors,
+        noun,
+    };
+    let first = execute_plan(ctx, opts, &plan, topic, linked)?;
     if !first.0.answers.is_empty() || planned.next.is_empty() {
         return Ok(first);
     }
     let mut skipped = vec![planned.query.clone()];
     for next in std::mem::take(&mut planned.next) {
         // A query that does not run here is passed over like an empty one.
-        match execute_plan(ctx, opts, &next.query, next.keep_anchors, topic, linked) {
+        let plan = PlanToRun {
+            query: &next.query,
+            keep_anchors: next.keep_anchors,
+            noun,
+        };
+        match execute_plan(ctx, opts, &plan, topic, linked) {
             Ok(found) if !found.0.answers.is_empty() => {
                 planned.query = next.query;
                 planned.keep_anchors = next.keep_anchors;
@@ -196,17 +201,38 @@ fn execute(
     Ok(first)
 }
 
+/// The noun the question names its answer's type with
+/// ([`chunks::answer_noun`]), its topic masked.
+///
+/// [`chunks::answer_noun`]: crate::planner::paths::chunks::answer_noun
+fn answer_noun(question: &str, topic: Option<&Topic>) -> Option<String> {
+    use crate::question::{mask, MASK};
+    let masked = match topic {
+        Some(t) => mask(question, t.range),
+        None => question.to_lowercase(),
+    };
+    crate::planner::paths::chunks::answer_noun(&masked, MASK)
+}
+
+/// A query to run and what orders its answers.
+struct PlanToRun<'a> {
+    query: &'a str,
+    keep_anchors: bool,
+    /// The noun the question names its answer's type with.
+    noun: Option<&'a str>,
+}
+
 /// One query's candidates, then query repair (when on), which may replace
 /// them with the repaired query's. Unless the plan keeps anchors, neither
 /// answers with the query's topic ([`kgbox_query::repair::topic`]).
 fn execute_plan(
     ctx: &Context<'_, '_>,
     opts: &AskOptions,
-    query: &str,
-    keep_anchors: bool,
+    plan: &PlanToRun<'_>,
     topic: Option<&Topic>,
     linked: &[LinkedEntity],
 ) -> Result<(Answers, Option<RepairReport>), AskError> {
+    let (query, keep_anchors) = (plan.query, plan.keep_anchors);
     let exclude = match (keep_anchors, kgbox_query::parse(query)) {
         (false, Ok(q)) => kgbox_query::repair::topic(ctx.kg, &q),
         _ => Vec::new(),
@@ -221,7 +247,7 @@ fn execute_plan(
         query: query.to_string(),
         error: Box::new(error),
     })?;
-    answer_order::reorder(ctx.kg, query, &mut found);
+    answer_order::reorder(ctx.kg, query, plan.noun, &mut found);
     let repair = if opts.repair {
         let topic_id = topic.map(|t| t.entity);
         let with: Vec<u32> = linked

@@ -26,9 +26,37 @@ pub fn split_words(name: &str) -> Vec<String> {
     words
 }
 
+/// Nouns whose plural is the singular.
+const INVARIANT: &[&str] = &["series", "species"];
+
+/// A lower-case English noun in the singular, roughly: `starships` →
+/// `starship`, `countries` → `country`; `class`, `species` and words of
+/// three letters or fewer as they are.
+pub fn singular(word: &str) -> String {
+    if word.len() <= 3 || word.ends_with("ss") || INVARIANT.contains(&word) {
+        return word.to_string();
+    }
+    if let Some(stem) = word.strip_suffix("ies").filter(|s| s.len() > 1) {
+        return format!("{stem}y");
+    }
+    word.strip_suffix('s').unwrap_or(word).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nouns_in_the_singular() {
+        assert_eq!(singular("starships"), "starship");
+        assert_eq!(singular("countries"), "country");
+        assert_eq!(singular("class"), "class");
+        assert_eq!(singular("bus"), "bus");
+        assert_eq!(singular("vehicle"), "vehicle");
+        assert_eq!(singular("species"), "species");
+        assert_eq!(singular("ties"), "tie");
+        assert_eq!(singular("cars"), "car");
+    }
 
     #[test]
     fn names_split_into_words() {

@@ -18,7 +18,8 @@ const STOP: &[&str] = &[
 /// from [X]'s home planet", "the *same* species as [X]"): only then does
 /// a path go straight back (`homeworld -> homeworld_inv`).
 const SAME: &[&str] = &[
-    "also", "another", "co", "else", "other", "others", "same", "share", "shared", "shares", "too",
+    "also", "another", "co", "else", "opposite", "other", "others", "same", "share", "shared",
+    "shares", "together", "too",
 ];
 /// Words a phrase does not start or end with ("the pilots" is "pilots").
 const EDGE: &[&str] = &["a", "an", "of", "the", "s"];
@@ -100,6 +101,26 @@ fn answer_cue(words: &[String], mask: &str) -> AnswerCue {
     AnswerCue::Free
 }
 
+/// The noun a question names its answer's type with, when it names one
+/// ("what *starships* did [X] fly"; none for "who", "where" or "when",
+/// which name no word of the graph).
+pub fn answer_noun(masked: &str, mask: &str) -> Option<String> {
+    let mask = mask.to_lowercase();
+    let words = words_of(masked);
+    match answer_cue(&words, &mask) {
+        AnswerCue::Head(i) => words.get(i).filter(|w| gloss(w).is_none()).cloned(),
+        AnswerCue::Free => None,
+    }
+}
+
+/// The lower-case words of a question.
+fn words_of(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
 fn is_stop(w: &str) -> bool {
     STOP.binary_search(&w).is_ok()
 }
@@ -110,11 +131,7 @@ fn is_stop(w: &str) -> bool {
 /// topic.
 pub fn phrases(masked: &str, mask: &str) -> Phrases {
     let mask = mask.to_lowercase();
-    let words: Vec<String> = masked
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
+    let words = words_of(masked);
     let mut out = Phrases {
         texts: Vec::new(),
         spans: Vec::new(),
@@ -255,6 +272,10 @@ fn order_faults(taken: &[Option<&Range<usize>>], topic: Option<usize>) -> usize 
 /// same ([`Phrases::same`]): "the films that *share screenwriters* with
 /// [X]" is `written_by -> written_by_inv`.
 ///
+/// A two-step path that goes straight back to the topic's kind gives its
+/// second step a phrase of its own only then too: "what colour are [X]'s
+/// eyes" is `eye_color`, not the people with [X]'s eye colour.
+///
 /// `types[k]` holds each phrase's cosine to the type of the path's node
 /// `k` (0: the topic; `film` for what `written_by_inv` reaches,
 /// `director` for what `directed_by` reaches). Once the steps have their
@@ -291,8 +312,16 @@ pub fn score(sims: &[&[f32]], back: &[bool], types: &[&[f32]], p: &Phrases, w: &
         })
         .collect();
     named.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    // A two-step round trip (`eye_color -> eye_color_inv`: others with the
+    // topic's value) is asked for by a word of [`SAME`]; without one, its
+    // second step takes no phrase ("what colour are [X]'s eyes" names one
+    // relation in two words).
+    let mute: Vec<bool> = (0..sims.len())
+        .map(|i| !p.same && i == 1 && sims.len() == 2 && back.get(1).copied().unwrap_or(false))
+        .collect();
     let ctx = Search {
         choices: &choices,
+        mute: &mute,
         shared: &shared,
         named: &named,
         named_nodes: types.len(),
@@ -306,6 +335,8 @@ pub fn score(sims: &[&[f32]], back: &[bool], types: &[&[f32]], p: &Phrases, w: &
 /// The choices of an assignment search.
 struct Search<'a> {
     choices: &'a [Vec<(usize, f32)>],
+    /// Per step: whether it may take no phrase of its own.
+    mute: &'a [bool],
     /// Per step: its cosines, when it may share the previous step's phrase.
     shared: &'a [Option<&'a [f32]>],
     /// The phrases that may name a node's type: (gain, node, phrase), best
@@ -378,7 +409,8 @@ impl<'a> Search<'a> {
             *best = best.max(total + self.coverage(taken, &typed));
             return;
         };
-        for &(j, s) in options {
+        let muted = self.mute.get(i).copied().unwrap_or(false);
+        for &(j, s) in options.iter().filter(|_| !muted) {
             let Some(span) = p.spans.get(j) else { continue };
             if taken.iter().flatten().any(|u| overlaps(u, span)) {
                 continue;
@@ -490,6 +522,26 @@ mod tests {
         assert!((score(&[&a, &a], &[false, true], &[], &p, &w) - 1.8).abs() < 1e-6);
         // Not for a step that does not go back.
         assert!((score(&[&a, &a], &[false, false], &[], &p, &w) - 0.9).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_round_trip_names_a_second_phrase_only_for_the_same() {
+        // "color eyes": the relation matches both words.
+        let mut p = two_phrases();
+        let w = weights(0.0, 0.0);
+        let a = [0.7, 0.6];
+        let one = score(&[&a], &[false], &[], &p, &w);
+        let round = score(&[&a, &a], &[false, true], &[], &p, &w);
+        assert!((one - 0.7).abs() < 1e-6, "{one}");
+        assert!((round - 0.7).abs() < 1e-6, "{round}");
+        p.same = true;
+        let round = score(&[&a, &a], &[false, true], &[], &p, &w);
+        assert!((round - 1.4).abs() < 1e-6, "{round}");
+        // A longer path's back step keeps its own phrase.
+        p.same = false;
+        let b = [0.0, 0.0];
+        let three = score(&[&b, &a, &a], &[false, false, true], &[], &p, &w);
+        assert!((three - 1.3).abs() < 1e-6, "{three}");
     }
 
     #[test]

@@ -328,7 +328,9 @@ impl SimCache<'_> {
         self.rows[i].get_or_insert_with(|| question.sims(steps, r))
     }
 
-    fn score(&mut self, path: &[Step], w: &Weights) -> f32 {
+    /// `untyped_end`: the path's last node has no type of its own, whatever
+    /// its relation's objects have elsewhere.
+    fn score(&mut self, path: &[Step], untyped_end: bool, w: &Weights) -> f32 {
         for s in path {
             self.row(s.relation);
         }
@@ -353,10 +355,15 @@ impl SimCache<'_> {
                 .entry(end)
                 .or_insert_with(|| question.type_sims(steps, end.0, end.1));
         }
-        let types: Vec<&[f32]> = ends
+        let mut types: Vec<&[f32]> = ends
             .iter()
             .map(|e| self.types.get(e).map_or(&[][..], Vec::as_slice))
             .collect();
+        if untyped_end {
+            if let Some(last) = types.last_mut() {
+                *last = &[];
+            }
+        }
         chunks::score(&rows, &backs, &types, &self.question.phrases, w)
     }
 }
@@ -423,7 +430,16 @@ pub fn rank(
                 if frontier.is_empty() {
                     continue;
                 }
-                let score = cache.score(&path, &opts.weights);
+                // The type relation's objects are typed by the class of
+                // classes only where these classes have one ("what species
+                // live on [Naboo]" is not `Naboo -> type`: `Planet` is no
+                // species).
+                let untyped = is_type(kg, step.relation)
+                    && !step.inverse
+                    && frontier
+                        .iter()
+                        .all(|&c| kg.out.neighbours(c, step.relation).is_empty());
+                let score = cache.score(&path, untyped, &opts.weights);
                 next.push(Walk {
                     steps: path,
                     frontier,
@@ -484,7 +500,7 @@ pub fn score_path(question: &Question, steps: &StepVectors, path: &[Step], w: &W
         rows: Vec::new(),
         types: Default::default(),
     };
-    cache.score(path, w)
+    cache.score(path, false, w)
 }
 
 #[cfg(test)]

@@ -397,3 +397,28 @@ fn the_type_relation_leads_to_the_class_of_classes() {
     triples.push(("Human", "type", "Species"));
     assert_eq!(types(&triples).as_deref(), Some("species"));
 }
+
+#[test]
+fn the_type_step_is_typed_by_the_classes_it_reaches() {
+    let mut triples = TRIPLES.to_vec();
+    triples.push(("Human", "type", "Species"));
+    triples.push(("Tatooine", "type", "Planet"));
+    // The score of `ENTITY -> type` for "what species is ENTITY by type":
+    // the step takes "type", the answer "species" where its classes have one.
+    let type_score = |topic: &str| {
+        graph(&triples, |kg| {
+            let steps = StepVectors::build(kg, &Words).expect("steps");
+            let q = Question::new("what species is ENTITY by type", "ENTITY", &Words).expect("q");
+            let t = kg.entity_id(topic).expect("topic");
+            rank(kg, t, &q, &steps, &RankOptions::default())
+                .into_iter()
+                .find(|r| path_names(kg, &r.steps).is_some_and(|n| n == ["type".to_string()]))
+                .map(|r| r.score)
+                .expect("type ranked")
+        })
+    };
+    // `Human` is a species; `Planet` is no class of anything, so the step
+    // from Tatooine gains nothing from "species" naming its answer.
+    let (human, planet) = (type_score("Han Solo"), type_score("Tatooine"));
+    assert!(human > planet + 0.1, "{human} {planet}");
+}
