@@ -6,7 +6,7 @@
 use kgbox_bundle::Kg;
 use kgbox_query::{Answers, Query};
 
-use crate::planner::paths::is_type;
+use crate::planner::paths::{is_type, type_relation};
 use crate::words::{singular, split_words};
 
 /// Reorders `found`, the answers of `query` (a DSL query; one that does
@@ -28,7 +28,7 @@ pub(crate) fn reorder(kg: &Kg<'_>, query: &str, noun: Option<&str>, found: &mut 
 /// fly": the `Starship`s X is a pilot of before the `Vehicle`s). Nothing
 /// changes unless some answers are of that class and some are not.
 fn named_type_first(kg: &Kg<'_>, noun: &str, found: &mut Answers) {
-    let Some(typ) = (0..kg.relation_count() as u32).find(|&r| is_type(kg, r)) else {
+    let Some(typ) = type_relation(kg) else {
         return;
     };
     let noun = singular(noun);

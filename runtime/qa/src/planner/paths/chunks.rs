@@ -4,6 +4,8 @@
 
 use std::ops::Range;
 
+use crate::planner::features::words;
+
 /// Words that say nothing about a relation on their own. A phrase needs
 /// at least one other word. "where" and "when" are not here: they ask for
 /// a place or a date.
@@ -50,11 +52,12 @@ pub struct Phrases {
 /// What a question says of the type of its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AnswerCue {
-    /// Nothing ("list the people [X] acted with").
+    /// Nothing ("what did [X] write").
     Free,
     /// The answer's type is named at this position, and only there: by
     /// the word right after "what" or "which" ("what *films* did [X]
-    /// write"), or by what "who", "whom", "where" or "when" asks for
+    /// write") or after a request's verb ("list the *papers* of [X]"),
+    /// or by what "who", "whom", "where" or "when" asks for
     /// ([`ASKS_FOR`], a gloss at that word's position); a type word
     /// elsewhere is another node's ("who acted in the *movie* [X]").
     Head(usize),
@@ -75,6 +78,21 @@ const ASKS_FOR: &[(&str, &str)] = &[
     ("whom", PERSON),
 ];
 
+/// Verbs a request for a list starts with: the noun after them names
+/// the answer's type, as after "what" ([`listed`]).
+const LIST: &[&str] = &[
+    "enumerate",
+    "find",
+    "give",
+    "identify",
+    "list",
+    "name",
+    "show",
+    "tell",
+];
+/// Words between such a verb and its noun.
+const LIST_FILLER: &[&str] = &["all", "any", "every", "me", "some", "the", "us"];
+
 /// The gloss of `word` in [`ASKS_FOR`].
 fn gloss(word: &str) -> Option<&'static str> {
     ASKS_FOR.iter().find(|(w, _)| *w == word).map(|(_, g)| *g)
@@ -83,6 +101,9 @@ fn gloss(word: &str) -> Option<&'static str> {
 /// What `words` say of the answer's type: the first question word
 /// decides.
 fn answer_cue(words: &[String], mask: &str) -> AnswerCue {
+    if let Some(head) = listed(words, mask) {
+        return head;
+    }
     for (i, w) in words.iter().enumerate() {
         // "the person *who* wrote [X]": after a noun and before more
         // words, "who", "where" or "when" starts a clause, not the question.
@@ -101,24 +122,41 @@ fn answer_cue(words: &[String], mask: &str) -> AnswerCue {
     AnswerCue::Free
 }
 
+/// What a request that starts with a verb of [`LIST`] names: the noun
+/// after it ("*list* the papers of [X]", "tell me the years [X]'s films
+/// came out"), or nothing when a question word or the topic comes first
+/// ("tell me who directed [X]").
+fn listed(words: &[String], mask: &str) -> Option<AnswerCue> {
+    let start = request_verb(words)?;
+    let (i, w) = words
+        .iter()
+        .enumerate()
+        .skip(start + 1)
+        .find(|(_, w)| !LIST_FILLER.contains(&w.as_str()))?;
+    if w == mask || gloss(w).is_some() || WHICH.contains(&w.as_str()) || is_stop(w) {
+        return None;
+    }
+    Some(AnswerCue::Head(i))
+}
+
+/// The position of the verb a request starts with ([`LIST`]): a word of
+/// the request, not of any relation ("*list* the papers of [X]" is not
+/// `listAffiliation`).
+fn request_verb(words: &[String]) -> Option<usize> {
+    let start = words.iter().position(|w| w != "please")?;
+    LIST.contains(&words[start].as_str()).then_some(start)
+}
+
 /// The noun a question names its answer's type with, when it names one
 /// ("what *starships* did [X] fly"; none for "who", "where" or "when",
 /// which name no word of the graph).
 pub fn answer_noun(masked: &str, mask: &str) -> Option<String> {
     let mask = mask.to_lowercase();
-    let words = words_of(masked);
+    let words = words(masked);
     match answer_cue(&words, &mask) {
         AnswerCue::Head(i) => words.get(i).filter(|w| gloss(w).is_none()).cloned(),
         AnswerCue::Free => None,
     }
-}
-
-/// The lower-case words of a question.
-fn words_of(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
 }
 
 fn is_stop(w: &str) -> bool {
@@ -131,7 +169,7 @@ fn is_stop(w: &str) -> bool {
 /// topic.
 pub fn phrases(masked: &str, mask: &str) -> Phrases {
     let mask = mask.to_lowercase();
-    let words = words_of(masked);
+    let words = words(masked);
     let mut out = Phrases {
         texts: Vec::new(),
         spans: Vec::new(),
@@ -141,12 +179,13 @@ pub fn phrases(masked: &str, mask: &str) -> Phrases {
         answer: answer_cue(&words, &mask),
         glosses: 0,
     };
-    for (i, w) in words.iter().enumerate() {
+    let first = request_verb(&words).map_or(0, |v| v + 1);
+    for (i, w) in words.iter().enumerate().skip(first) {
         if *w != mask && !is_stop(w) {
             out.content.push(i);
         }
     }
-    for start in 0..words.len() {
+    for start in first..words.len() {
         for end in start + 1..=(start + MAX_PHRASE).min(words.len()) {
             let span = &words[start..end];
             if span.contains(&mask) {
@@ -563,7 +602,8 @@ mod tests {
         assert_eq!(cue("in which year was ENTITY released"), AnswerCue::Head(2));
         assert_eq!(cue("what is the genre of ENTITY"), AnswerCue::Free);
         assert_eq!(cue("what did ENTITY write"), AnswerCue::Free);
-        assert_eq!(cue("list the films ENTITY wrote"), AnswerCue::Free);
+        // A request names it after its verb ([`LIST`]).
+        assert_eq!(cue("list the films ENTITY wrote"), AnswerCue::Head(2));
     }
 
     #[test]
@@ -666,5 +706,31 @@ mod tests {
             order_faults(&[Some(&writer), Some(&starred), Some(&written)], topic),
             0
         );
+    }
+
+    #[test]
+    fn a_request_names_its_answer_after_the_verb() {
+        let noun = |q: &str| answer_noun(q, "ENTITY");
+        assert_eq!(noun("list the papers of ENTITY").as_deref(), Some("papers"));
+        assert_eq!(
+            noun("Tell me the years ENTITY's films came out").as_deref(),
+            Some("years")
+        );
+        assert_eq!(
+            noun("please name all films ENTITY wrote").as_deref(),
+            Some("films")
+        );
+        // A question word after the verb asks as it always does.
+        assert_eq!(noun("tell me who directed ENTITY"), None);
+        assert_eq!(
+            noun("tell me which films ENTITY wrote").as_deref(),
+            Some("films")
+        );
+        // The verb is no relation's word; elsewhere "name" is.
+        let p = phrases("list the papers of ENTITY", "ENTITY");
+        assert!(!p.texts.iter().any(|t| t.contains("list")), "{:?}", p.texts);
+        assert!(!p.content.contains(&0));
+        let p = phrases("what is the name of ENTITY", "ENTITY");
+        assert!(p.texts.contains(&"name".to_string()), "{:?}", p.texts);
     }
 }

@@ -26,7 +26,8 @@ use kgbox_bundle::Kg;
 use chunks::{Phrases, Weights};
 use kgbox_query::dense::TextEncoder;
 pub use relation_words::{
-    end_types, is_type, names_agent, names_person, relation_domain, relation_texts, TYPE_IRIS,
+    end_types, is_type, names_agent, names_person, relation_domain, relation_texts, type_relation,
+    TYPE_IRIS,
 };
 
 /// One step of a path: a relation, followed forward or backward.

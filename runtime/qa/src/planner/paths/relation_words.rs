@@ -25,7 +25,7 @@ pub fn end_types(kg: &Kg<'_>) -> Vec<[Option<String>; 2]> {
     let mut counts: Vec<[std::collections::BTreeMap<u32, usize>; 2]> =
         (0..relations).map(|_| Default::default()).collect();
     let mut seen = vec![[0usize; 2]; relations];
-    let typ = (0..relations as u32).find(|&r| is_type(kg, r));
+    let typ = type_relation(kg);
     if let Some(typ) = typ {
         let nodes = (kg.entity_count() as u32).min(CLASS_SAMPLE_NODES);
         for n in 0..nodes {
@@ -357,6 +357,11 @@ pub fn is_type(kg: &Kg<'_>, r: u32) -> bool {
     kg.relation_iri(r)
         .map(|i| TYPE_IRIS.contains(&i))
         .unwrap_or_else(|| kg.relation_name(r) == Some("type"))
+}
+
+/// The graph's type relation ([`is_type`]), when it has one.
+pub fn type_relation(kg: &Kg<'_>) -> Option<u32> {
+    (0..kg.relation_count() as u32).find(|&r| is_type(kg, r))
 }
 
 #[cfg(test)]
