@@ -2,7 +2,11 @@
 
 /// The words of an identifier: `directed_by`, `birthPlace`, `dc:title`,
 /// `release-year` → `directed by`, `birth place`, `dc title`, `release year`.
+/// A full IRI (a graph's name for a predicate whose local name another
+/// predicate has too) reads as its local name:
+/// `http://purl.org/dc/elements/1.1/subject` → `subject`.
 pub fn split_words(name: &str) -> Vec<String> {
+    let name = local_name(name);
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut prev_lower = false;
@@ -24,6 +28,18 @@ pub fn split_words(name: &str) -> Vec<String> {
         words.push(cur);
     }
     words
+}
+
+/// The part of an IRI after its last `/` or `#` (trailing ones ignored);
+/// anything else as it is.
+fn local_name(name: &str) -> &str {
+    if !name.contains("://") {
+        return name;
+    }
+    let trimmed = name.trim_end_matches(['/', '#']);
+    trimmed
+        .rfind(['/', '#'])
+        .map_or(trimmed, |i| &trimmed[i + 1..])
 }
 
 /// Nouns whose plural is the singular.
@@ -65,5 +81,14 @@ mod tests {
         assert_eq!(split_words("dc:title"), ["dc", "title"]);
         assert_eq!(split_words("hasIMDBRating"), ["has", "imdbrating"]);
         assert_eq!(split_words("release-year2"), ["release", "year2"]);
+        assert_eq!(
+            split_words("http://purl.org/dc/elements/1.1/subject"),
+            ["subject"]
+        );
+        assert_eq!(
+            split_words("http://www.w3.org/2004/02/skos/core#prefLabel"),
+            ["pref", "label"]
+        );
+        assert_eq!(split_words("http://example.org/vocab/"), ["vocab"]);
     }
 }

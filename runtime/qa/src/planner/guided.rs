@@ -71,11 +71,9 @@ pub struct Guide {
     pub likely: Vec<String>,
 }
 
+/// The distinct words of `text` ([`super::features::words`]).
 fn words(text: &str) -> HashSet<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
+    super::features::words(text).into_iter().collect()
 }
 
 /// How near a stored demonstration is to the question: the cosine of
