@@ -12,6 +12,7 @@ use kgbox_bundle::{Kg, ModelInfo};
 use kgbox_neural::engine::{Device, EngineKind};
 use kgbox_neural::seppr::SepprParams;
 use kgbox_neural::{NeuralProjector, UltraModel};
+use kgbox_qa::planner::template::Template;
 use kgbox_qa::planner::train::{self, CalibrationCase, Prepared, TrainOptions};
 use kgbox_qa::planner::zeroshot::{relation_text, RelationVectors};
 use kgbox_query::dense::TextEncoder;
@@ -37,8 +38,10 @@ pub struct PlannerOptions {
     pub executor: Executor,
     /// Use the bundle's sentence encoder for question features (when it has one).
     pub use_encoder: bool,
-    /// With no examples and an encoder in the bundle: train the planner on
-    /// questions synthesised from the graph's own paths ([`crate::synth`]).
+    /// With an encoder in the bundle: train the planner on questions
+    /// synthesised from the graph's own paths ([`crate::synth`]); with
+    /// examples, on those of the examples' templates beside them
+    /// ([`graph_phrasings`]).
     pub synthesize: bool,
 }
 
@@ -153,6 +156,17 @@ pub fn sections(
         None => return Ok(out),
     };
     let (prepared, skipped) = train::prepare(&kg, examples);
+    // With examples, the graph's own phrasings of the examples' query
+    // templates are learned beside them.
+    let mut trained_on = prepared.clone();
+    if opts.examples.is_some() && opts.synthesize && embedder.is_some() {
+        let added = graph_phrasings(&kg, &prepared);
+        out.report.push(format!(
+            "planner: {} questions synthesised from the graph for the examples' query templates added (--no-planner-synth: the examples alone)",
+            added.len()
+        ));
+        trained_on.extend(added);
+    }
     if !skipped.is_empty() {
         out.report.push(format!(
             "planner: {} of {} examples skipped; the first: line {}: {}",
@@ -162,7 +176,7 @@ pub fn sections(
             skipped[0].1
         ));
     }
-    let embed_bar = bar(progress, prepared.len() as u64, "planner: embedding");
+    let embed_bar = bar(progress, trained_on.len() as u64, "planner: embedding");
     let fit_bar = bar(progress, 1, "planner: fitting");
     let mut on_progress = |stage: &str, done: usize, total: usize| match stage {
         "embed" => {
@@ -180,7 +194,7 @@ pub fn sections(
     let encoder_name = planner_embedder.map(|_| encoder_name(built));
     let mut report = train::train(
         &kg,
-        &prepared,
+        &trained_on,
         skipped,
         planner_embedder.map(|e| e as &dyn TextEncoder),
         encoder_name.as_deref(),
@@ -245,6 +259,20 @@ pub fn sections(
         training: None,
     });
     Ok(out)
+}
+
+/// Questions synthesised from the graph ([`crate::synth`]) whose query
+/// template is one of `prepared`'s: a planner trained on the operator's
+/// examples also learns how else the graph's relations are asked about,
+/// and nothing it was not shown an example of.
+pub fn graph_phrasings(kg: &Kg<'_>, prepared: &[Prepared]) -> Vec<Prepared> {
+    let known: HashSet<&Template> = prepared.iter().map(|p| &p.template).collect();
+    let synthesis = crate::synth::synthesize(kg, &SynthOptions::default());
+    let (synthesized, _) = train::prepare(kg, &synthesis.examples);
+    synthesized
+        .into_iter()
+        .filter(|p| known.contains(&p.template))
+        .collect()
 }
 
 fn encoder_name(built: &[(&'static str, crate::section::SectionData)]) -> String {

@@ -221,3 +221,38 @@ fn wikidata_descriptions_read_as_nouns_of_domains() {
         .collect();
     assert!(unread.is_empty(), "{unread:#?}");
 }
+
+#[test]
+fn examples_gain_the_graphs_phrasings_of_their_own_templates_only() {
+    use kgbox_qa::planner::train::{self, Example};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("demo.kgb");
+    kgbox_pack::pack(
+        &options(&workspace().join("demo/movies.tsv")),
+        &test_key(),
+        &out,
+    )
+    .unwrap();
+    let loaded = load(&out, &test_key().public());
+    let kg = loaded.kg();
+    let examples: Vec<Example> = ["Antwone Fisher", "Sky Murder"]
+        .iter()
+        .enumerate()
+        .map(|(i, film)| Example {
+            line: i + 1,
+            question: format!("who directed [{film}]"),
+            dsl: format!("\"{film}\" -> directed_by"),
+            answers: None,
+        })
+        .collect();
+    let (prepared, skipped) = train::prepare(&kg, &examples);
+    assert!(skipped.is_empty(), "{skipped:?}");
+
+    let added = kgbox_pack::planner::graph_phrasings(&kg, &prepared);
+    assert!(!added.is_empty());
+    assert!(added.iter().all(|p| p.template == prepared[0].template));
+    // Phrasings beyond the examples' one.
+    let phrasings: HashSet<&str> = added.iter().map(|p| p.masked.as_str()).collect();
+    assert!(phrasings.len() > 3, "{phrasings:?}");
+    assert!(kgbox_pack::planner::graph_phrasings(&kg, &[]).is_empty());
+}

@@ -176,10 +176,11 @@ pub struct BuildArgs {
     /// the zero-shot planner's relation vectors).
     #[arg(long, conflicts_with = "planner_examples")]
     no_planner: bool,
-    /// Without --planner-examples, do not train the planner on questions
-    /// synthesised from the graph's own relation paths (by default a bundle
-    /// with --embed gets one; see docs/question-answering.md).
-    #[arg(long, conflicts_with = "planner_examples")]
+    /// Do not train the planner on questions synthesised from the graph's
+    /// own relation paths (by default a bundle with --embed gets one; with
+    /// --planner-examples, they are added for the examples' own query
+    /// templates; see docs/question-answering.md).
+    #[arg(long)]
     no_planner_synth: bool,
     /// Add the answer reranker trained by `models/reranker/train.py`:
     /// PREFIX.onnx and PREFIX.json. Its features must be the ones this
