@@ -155,17 +155,18 @@ pub fn sections(
         }
         None => return Ok(out),
     };
-    let (prepared, skipped) = train::prepare(&kg, examples);
+    let (mut prepared, skipped) = train::prepare(&kg, examples);
     // With examples, the graph's own phrasings of the examples' query
-    // templates are learned beside them.
-    let mut trained_on = prepared.clone();
+    // templates are learned beside them (after them: calibration reads
+    // the examples only).
+    let own = prepared.len();
     if opts.examples.is_some() && opts.synthesize && embedder.is_some() {
         let added = graph_phrasings(&kg, &prepared);
         out.report.push(format!(
             "planner: {} questions synthesised from the graph for the examples' query templates added (--no-planner-synth: the examples alone)",
             added.len()
         ));
-        trained_on.extend(added);
+        prepared.extend(added);
     }
     if !skipped.is_empty() {
         out.report.push(format!(
@@ -176,7 +177,7 @@ pub fn sections(
             skipped[0].1
         ));
     }
-    let embed_bar = bar(progress, trained_on.len() as u64, "planner: embedding");
+    let embed_bar = bar(progress, prepared.len() as u64, "planner: embedding");
     let fit_bar = bar(progress, 1, "planner: fitting");
     let mut on_progress = |stage: &str, done: usize, total: usize| match stage {
         "embed" => {
@@ -194,7 +195,7 @@ pub fn sections(
     let encoder_name = planner_embedder.map(|_| encoder_name(built));
     let mut report = train::train(
         &kg,
-        &trained_on,
+        &prepared,
         skipped,
         planner_embedder.map(|e| e as &dyn TextEncoder),
         encoder_name.as_deref(),
@@ -223,7 +224,7 @@ pub fn sections(
                 .unwrap_or_else(|| "n/a".into())
         ));
     }
-    let calibration = calibrate(&kg, &get, &prepared, &report.planner, opts.executor)?;
+    let calibration = calibrate(&kg, &get, &prepared[..own], &report.planner, opts.executor)?;
     report.planner.set_keep_anchors(calibration.keep_anchors);
     // Synthesised questions are answered exactly by their own queries: a
     // threshold fitted on them says nothing about real ones.
