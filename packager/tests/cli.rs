@@ -230,3 +230,19 @@ fn keygen_refuses_names_that_are_not_plain_file_names() {
     }
     assert!(!dir.path().parent().unwrap().join("escape.key").exists());
 }
+
+#[test]
+fn an_exported_train_python_does_not_make_a_build_train() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = write_key(dir.path());
+    let triples = write(dir.path(), "t.tsv", TRIPLES);
+    let bundle = dir.path().join("b.kgb");
+    let args = build_args(
+        triples.to_str().unwrap(),
+        key.to_str().unwrap(),
+        bundle.to_str().unwrap(),
+    );
+    let out = cli(&args, &[("KGBOX_TRAIN_PYTHON", "/nonexistent/python")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(bundle.exists());
+}

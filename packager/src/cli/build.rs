@@ -134,8 +134,9 @@ pub struct BuildArgs {
     train_dir: Option<PathBuf>,
     /// Python interpreter with models/ultra/requirements.txt installed
     /// (default: the environment scripts/setup.sh --dev makes, .venv-ultra of this
-    /// checkout, else python3).
-    #[arg(long, requires = "train_executor", env = "KGBOX_TRAIN_PYTHON")]
+    /// checkout, else python3). Read only with --train-executor, so the
+    /// variable may stay exported for builds that do not train.
+    #[arg(long, env = "KGBOX_TRAIN_PYTHON")]
     train_python: Option<PathBuf>,
     /// The trainer (default: models/ultra/train.py of this checkout).
     #[arg(long, requires = "train_executor")]
