@@ -112,7 +112,17 @@ fn answer_cue(words: &[String], mask: &str) -> AnswerCue {
         if gloss(w).is_some() && !relative {
             return AnswerCue::Head(i);
         }
-        if WHICH.contains(&w.as_str()) {
+        // "the years *in which* [X] ...": after a noun and a preposition,
+        // "which" starts a clause too; "in which years ..." asks.
+        let clause = i > 1 && is_stop(&words[i - 1]) && {
+            let noun = &words[i - 2];
+            noun != mask && !is_stop(noun)
+        };
+        if WHICH.contains(&w.as_str()) && clause && words[..i - 2].iter().all(|w| is_stop(w)) {
+            // The question is that noun: "years in which [X] ...".
+            return AnswerCue::Head(i - 2);
+        }
+        if WHICH.contains(&w.as_str()) && !clause {
             return match words.get(i + 1) {
                 Some(next) if next != mask && !is_stop(next) => AnswerCue::Head(i + 1),
                 _ => AnswerCue::Free,
@@ -237,6 +247,11 @@ pub struct Weights {
     pub type_match: f32,
     /// Cosine a phrase must pass to name a node's type.
     pub type_floor: f32,
+    /// Subtracted when the question names its answer's type and the
+    /// path's answer is of another known type ([`answer_mismatch`]).
+    pub type_mismatch: f32,
+    /// Cosine below which the answer's type is another than the one named.
+    pub mismatch_floor: f32,
 }
 
 impl Default for Weights {
@@ -248,6 +263,8 @@ impl Default for Weights {
             order_cost: 0.15,
             type_match: 1.0,
             type_floor: 0.5,
+            type_mismatch: 0.1,
+            mismatch_floor: 0.4,
         }
     }
 }
@@ -368,7 +385,40 @@ pub fn score(sims: &[&[f32]], back: &[bool], types: &[&[f32]], p: &Phrases, w: &
         w,
     };
     ctx.run(&mut taken, 0.0, &mut best);
-    best - w.step_cost * sims.len() as f32 - w.extra_step_cost * sims.len().saturating_sub(1) as f32
+    let costs =
+        w.step_cost * sims.len() as f32 + w.extra_step_cost * sims.len().saturating_sub(1) as f32;
+    let mismatch = if answer_mismatch(types, p, w) {
+        w.type_mismatch
+    } else {
+        0.0
+    };
+    best - costs - mismatch
+}
+
+/// Whether the question names its answer's type ([`AnswerCue::Head`]:
+/// "what *countries* ...", "*when* ...") and the path's answer node has a
+/// known type that no phrase at that word matches above
+/// [`Weights::mismatch_floor`]: "in which countries are the authors of
+/// [X] based" is not answered by papers. A node of unknown type (its row
+/// all zero) never mismatches.
+fn answer_mismatch(types: &[&[f32]], p: &Phrases, w: &Weights) -> bool {
+    let (AnswerCue::Head(h), Some(row)) = (p.answer, types.last()) else {
+        return false;
+    };
+    // "who" asks for people in whatever role (actor, author, pilot):
+    // [`StepVectors`] checks that by [`names_agent`], not by a word.
+    let person = p.glosses > 0 && p.texts.last().is_some_and(|t| t == PERSON);
+    if person || row.iter().all(|&s| s == 0.0) {
+        return false;
+    }
+    let best = p
+        .spans
+        .iter()
+        .zip(row.iter())
+        .filter(|(s, _)| s.start == h)
+        .map(|(_, &c)| c)
+        .fold(f32::NEG_INFINITY, f32::max);
+    best.is_finite() && best < w.mismatch_floor
 }
 
 /// The choices of an assignment search.
@@ -518,6 +568,8 @@ mod tests {
             order_cost: 0.0,
             type_match: 0.0,
             type_floor: 1.0,
+            type_mismatch: 0.0,
+            mismatch_floor: 0.0,
         }
     }
 
@@ -600,6 +652,20 @@ mod tests {
             AnswerCue::Head(7)
         );
         assert_eq!(cue("in which year was ENTITY released"), AnswerCue::Head(2));
+        // After a noun and a preposition, "which" starts a clause; a
+        // question that starts with that noun asks for it.
+        assert_eq!(
+            cue("years in which whoever directed ENTITY made films"),
+            AnswerCue::Head(0)
+        );
+        assert_eq!(
+            cue("who starred in the films in which ENTITY acted"),
+            AnswerCue::Head(0)
+        );
+        assert_eq!(
+            cue("ENTITY acted in films in which who starred"),
+            AnswerCue::Head(6)
+        );
         assert_eq!(cue("what is the genre of ENTITY"), AnswerCue::Free);
         assert_eq!(cue("what did ENTITY write"), AnswerCue::Free);
         // A request names it after its verb ([`LIST`]).
@@ -678,6 +744,39 @@ mod tests {
         // The gloss is no step's phrase, however near.
         let near = [0.0, 0.0, 1.0];
         assert!(score(&[&near], &[false], &[], &p, &w).abs() < 1e-6);
+    }
+
+    #[test]
+    fn an_answer_of_another_type_than_the_one_named_costs() {
+        // "what countries ... written": the step matches "written".
+        let p = Phrases {
+            texts: vec!["countries".into(), "written".into()],
+            spans: vec![1..2, 2..3],
+            content: vec![1, 2],
+            same: false,
+            topic: None,
+            answer: AnswerCue::Head(1),
+            glosses: 0,
+        };
+        let w = Weights {
+            type_mismatch: 0.1,
+            mismatch_floor: 0.4,
+            ..weights(0.0, 0.0)
+        };
+        let step = [0.0, 0.9];
+        let none = [0.0, 0.0];
+        let at = |answer: &[f32], p: &Phrases| score(&[&step], &[false], &[&none, answer], p, &w);
+        // Papers for "countries": 0.9 - 0.1.
+        assert!((at(&[0.2, 0.1], &p) - 0.8).abs() < 1e-6);
+        // Places, near enough to "countries"; or of no known type.
+        assert!((at(&[0.45, 0.1], &p) - 0.9).abs() < 1e-6);
+        assert!((at(&none, &p) - 0.9).abs() < 1e-6);
+        // No type named, nothing to mismatch.
+        let free = Phrases {
+            answer: AnswerCue::Free,
+            ..p.clone()
+        };
+        assert!((at(&[0.2, 0.1], &free) - 0.9).abs() < 1e-6);
     }
 
     #[test]
