@@ -63,6 +63,9 @@ pub enum AnswerCue {
     Head(usize),
 }
 
+/// Forms of "be" between "what" and "the" and the noun that names the
+/// answer ("what *is* the genre of [X]"; "what's" splits as "what s").
+const BE: &[&str] = &["are", "is", "s", "was", "were"];
 /// Words that ask for the answer, naming its type in the next word.
 const WHICH: &[&str] = &["what", "which"];
 /// What "who" asks for.
@@ -123,6 +126,12 @@ fn answer_cue(words: &[String], mask: &str) -> AnswerCue {
             return AnswerCue::Head(i - 2);
         }
         if WHICH.contains(&w.as_str()) && !clause {
+            // "what is the *home planet* of [X]": the noun after "the".
+            if let [be, the, noun, ..] = words.get(i + 1..).unwrap_or_default() {
+                if BE.contains(&be.as_str()) && the == "the" && noun != mask && !is_stop(noun) {
+                    return AnswerCue::Head(i + 3);
+                }
+            }
             return match words.get(i + 1) {
                 Some(next) if next != mask && !is_stop(next) => AnswerCue::Head(i + 1),
                 _ => AnswerCue::Free,
@@ -666,7 +675,12 @@ mod tests {
             cue("ENTITY acted in films in which who starred"),
             AnswerCue::Head(6)
         );
-        assert_eq!(cue("what is the genre of ENTITY"), AnswerCue::Free);
+        assert_eq!(cue("what is the genre of ENTITY"), AnswerCue::Head(3));
+        assert_eq!(
+            cue("what are the home planets of ENTITY"),
+            AnswerCue::Head(3)
+        );
+        assert_eq!(cue("what is ENTITY about"), AnswerCue::Free);
         assert_eq!(cue("what did ENTITY write"), AnswerCue::Free);
         // A request names it after its verb ([`LIST`]).
         assert_eq!(cue("list the films ENTITY wrote"), AnswerCue::Head(2));
