@@ -40,9 +40,12 @@
 #                               it also picks the answers); FALLBACK_BELOW (0.8) is
 #                               planner.fallback_below for the learned+ planners, SAMPLES (3)
 #                               planner.samples
+#   RELATIONS=benches/metaqa/relations.tsv   relation descriptions packed with --relations (the
+#                               path ranker reads the types of what each relation links from them);
+#                               RELATIONS= packs without
 #   ZERO_SHOT=0                 1: no example questions at all (TRAIN_DIR is not read; pass -): the
 #                               packager synthesises the planner's training questions from the
-#                               graph and RELATIONS (default benches/metaqa/relations.tsv)
+#                               graph and RELATIONS (which must then be given)
 #   LIMIT=0                     score only the first LIMIT questions (0: all)
 #   SAMPLE=0                    score SAMPLE questions spread evenly over the file (0: all)
 #   HOPS=1,2,3                  hops of TRAIN_DIR to train on
@@ -100,10 +103,14 @@ source "$REPO/benches/qa-common.sh"
 qa_check_tools
 qa_workdir kgbox-metaqa-eval
 
+RELATIONS=${RELATIONS-$REPO/benches/metaqa/relations.tsv}
+if [[ -n $RELATIONS ]]; then
+  RELATIONS=$(abspath "$RELATIONS")
+  [[ -f $RELATIONS ]] || die "missing relation descriptions $RELATIONS"
+fi
 if [[ ${ZERO_SHOT:-0} == 1 ]]; then
   # No questions at all: the relation descriptions and the graph.
-  RELATIONS=$(abspath "${RELATIONS:-$REPO/benches/metaqa/relations.tsv}")
-  [[ -f $RELATIONS ]] || die "missing relation descriptions $RELATIONS"
+  [[ -n $RELATIONS ]] || die "ZERO_SHOT=1 needs RELATIONS (relation descriptions)"
   [[ $ENCODER == 1 ]] || die "ZERO_SHOT=1 needs ENCODER=1 (the packager synthesises questions with --embed)"
   log "zero-shot: no example questions, relation descriptions from $RELATIONS"
   TRAINED=0
