@@ -4,7 +4,7 @@
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::{assert_fails, build_args, cli, load, stderr, stdout, write, write_key};
 use kgbox_bundle::{BundleError, BundleReader, PublicKey, SecretKey, TrustedKeys};
@@ -22,6 +22,23 @@ fn keygen(dir: &Path, name: &str, force: bool) -> std::process::Output {
 }
 
 const TRIPLES: &str = "Blade Runner\tdirected_by\tRidley Scott\nAlien\tdirected_by\tRidley Scott\n";
+
+/// The arguments that build a two-triple bundle in `dir` (key and
+/// triples written there), and the bundle's path.
+fn small_build(dir: &Path) -> (Vec<String>, PathBuf) {
+    let key = write_key(dir);
+    let triples = write(dir, "t.tsv", TRIPLES);
+    let bundle = dir.join("b.kgb");
+    let args = build_args(
+        triples.to_str().unwrap(),
+        key.to_str().unwrap(),
+        bundle.to_str().unwrap(),
+    )
+    .into_iter()
+    .map(String::from)
+    .collect();
+    (args, bundle)
+}
 
 #[test]
 fn keygen_writes_a_private_secret_and_a_readable_public_key() {
@@ -193,14 +210,8 @@ fn inspect_refuses_files_that_are_not_bundles() {
     assert!(err.contains("is not a valid bundle"), "{err}");
 
     // A real bundle cut short.
-    let key = write_key(dir.path());
-    let triples = write(dir.path(), "t.tsv", TRIPLES);
-    let bundle = dir.path().join("b.kgb");
-    let args = build_args(
-        triples.to_str().unwrap(),
-        key.to_str().unwrap(),
-        bundle.to_str().unwrap(),
-    );
+    let (args, bundle) = small_build(dir.path());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     assert!(cli(&args, &[]).status.success());
     let bytes = std::fs::read(&bundle).unwrap();
     let cut = write(dir.path(), "cut.kgb", &bytes[..bytes.len() - 10]);
@@ -234,14 +245,8 @@ fn keygen_refuses_names_that_are_not_plain_file_names() {
 #[test]
 fn an_exported_train_python_does_not_make_a_build_train() {
     let dir = tempfile::tempdir().unwrap();
-    let key = write_key(dir.path());
-    let triples = write(dir.path(), "t.tsv", TRIPLES);
-    let bundle = dir.path().join("b.kgb");
-    let args = build_args(
-        triples.to_str().unwrap(),
-        key.to_str().unwrap(),
-        bundle.to_str().unwrap(),
-    );
+    let (args, bundle) = small_build(dir.path());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = cli(&args, &[("KGBOX_TRAIN_PYTHON", "/nonexistent/python")]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(bundle.exists());

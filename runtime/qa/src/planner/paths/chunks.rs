@@ -115,28 +115,28 @@ fn answer_cue(words: &[String], mask: &str) -> AnswerCue {
         if gloss(w).is_some() && !relative {
             return AnswerCue::Head(i);
         }
+        if !WHICH.contains(&w.as_str()) {
+            continue;
+        }
         // "the years *in which* [X] ...": after a noun and a preposition,
-        // "which" starts a clause too; "in which years ..." asks.
-        let clause = i > 1 && is_stop(&words[i - 1]) && {
-            let noun = &words[i - 2];
-            noun != mask && !is_stop(noun)
-        };
-        if WHICH.contains(&w.as_str()) && clause && words[..i - 2].iter().all(|w| is_stop(w)) {
-            // The question is that noun: "years in which [X] ...".
-            return AnswerCue::Head(i - 2);
-        }
-        if WHICH.contains(&w.as_str()) && !clause {
-            // "what is the *home planet* of [X]": the noun after "the".
-            if let [be, the, noun, ..] = words.get(i + 1..).unwrap_or_default() {
-                if BE.contains(&be.as_str()) && the == "the" && noun != mask && !is_stop(noun) {
-                    return AnswerCue::Head(i + 3);
-                }
+        // "which" starts a clause too ("in which years ..." asks); a
+        // question that starts with that noun asks for it.
+        if i > 1 && is_stop(&words[i - 1]) && words[i - 2] != mask && !is_stop(&words[i - 2]) {
+            if words[..i - 2].iter().all(|w| is_stop(w)) {
+                return AnswerCue::Head(i - 2);
             }
-            return match words.get(i + 1) {
-                Some(next) if next != mask && !is_stop(next) => AnswerCue::Head(i + 1),
-                _ => AnswerCue::Free,
-            };
+            continue;
         }
+        // "what is the *home planet* of [X]": the noun after "the".
+        if let [be, the, noun, ..] = words.get(i + 1..).unwrap_or_default() {
+            if BE.contains(&be.as_str()) && the == "the" && noun != mask && !is_stop(noun) {
+                return AnswerCue::Head(i + 3);
+            }
+        }
+        return match words.get(i + 1) {
+            Some(next) if next != mask && !is_stop(next) => AnswerCue::Head(i + 1),
+            _ => AnswerCue::Free,
+        };
     }
     AnswerCue::Free
 }
@@ -555,17 +555,35 @@ mod tests {
         assert_eq!(p.content, vec![0, 3, 6]);
     }
 
-    /// "pilots come from": two phrases, no topic.
-    fn two_phrases() -> Phrases {
+    /// Phrases with these texts at these spans, no topic and no "same";
+    /// the last `glosses` texts are glosses.
+    fn given(
+        texts: &[&str],
+        spans: Vec<Range<usize>>,
+        content: Vec<usize>,
+        answer: AnswerCue,
+        glosses: usize,
+    ) -> Phrases {
         Phrases {
-            texts: vec!["pilots".into(), "come from".into()],
-            spans: vec![0..1, 1..3],
-            content: vec![0, 1],
+            texts: texts.iter().map(|t| t.to_string()).collect(),
+            spans,
+            content,
             same: false,
             topic: None,
-            answer: AnswerCue::Free,
-            glosses: 0,
+            answer,
+            glosses,
         }
+    }
+
+    /// "pilots come from": two phrases, no topic.
+    fn two_phrases() -> Phrases {
+        given(
+            &["pilots", "come from"],
+            vec![0..1, 1..3],
+            vec![0, 1],
+            AnswerCue::Free,
+            0,
+        )
     }
 
     /// Weights with only a step cost and a coverage weight.
@@ -690,15 +708,13 @@ mod tests {
     fn nodes_take_phrases_the_steps_leave() {
         // "films written": one step that matches "written"; the path's
         // nodes are the topic (row 0) and the answer (row 1).
-        let mut p = Phrases {
-            texts: vec!["films".into(), "written".into()],
-            spans: vec![0..1, 1..2],
-            content: vec![0, 1],
-            same: false,
-            topic: None,
-            answer: AnswerCue::Free,
-            glosses: 0,
-        };
+        let mut p = given(
+            &["films", "written"],
+            vec![0..1, 1..2],
+            vec![0, 1],
+            AnswerCue::Free,
+            0,
+        );
         let w = Weights {
             type_match: 1.0,
             type_floor: 0.5,
@@ -730,15 +746,13 @@ mod tests {
         let p = phrases("what films did ENTITY write", "ENTITY");
         assert_eq!(p.glosses, 0);
         // "papers written" and the gloss "person" for "who" (position 0).
-        let p = Phrases {
-            texts: vec!["papers".into(), "written".into(), "person".into()],
-            spans: vec![1..2, 2..3, 0..1],
-            content: vec![1, 2],
-            same: false,
-            topic: None,
-            answer: AnswerCue::Head(0),
-            glosses: 1,
-        };
+        let p = given(
+            &["papers", "written", "person"],
+            vec![1..2, 2..3, 0..1],
+            vec![1, 2],
+            AnswerCue::Head(0),
+            1,
+        );
         let w = Weights {
             type_match: 1.0,
             type_floor: 0.5,
@@ -763,15 +777,13 @@ mod tests {
     #[test]
     fn an_answer_of_another_type_than_the_one_named_costs() {
         // "what countries ... written": the step matches "written".
-        let p = Phrases {
-            texts: vec!["countries".into(), "written".into()],
-            spans: vec![1..2, 2..3],
-            content: vec![1, 2],
-            same: false,
-            topic: None,
-            answer: AnswerCue::Head(1),
-            glosses: 0,
-        };
+        let p = given(
+            &["countries", "written"],
+            vec![1..2, 2..3],
+            vec![1, 2],
+            AnswerCue::Head(1),
+            0,
+        );
         let w = Weights {
             type_mismatch: 0.1,
             mismatch_floor: 0.4,
