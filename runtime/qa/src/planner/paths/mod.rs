@@ -26,8 +26,8 @@ use kgbox_bundle::Kg;
 use chunks::{Phrases, Weights};
 use kgbox_query::dense::TextEncoder;
 pub use relation_words::{
-    end_types, is_type, names_agent, names_person, relation_domain, relation_texts, type_relation,
-    TYPE_IRIS,
+    end_types, is_type, names_agent, names_person, names_place, relation_domain, relation_texts,
+    type_relation, TYPE_IRIS,
 };
 
 /// One step of a path: a relation, followed forward or backward.
@@ -109,10 +109,14 @@ pub struct StepVectors {
     /// Per relation, whether its subjects' and its objects' types name
     /// people or groups ([`names_agent`]).
     agents: Vec<[bool; 2]>,
+    /// Per relation, whether its subjects' and its objects' types name
+    /// places ([`names_place`]).
+    places: Vec<[bool; 2]>,
 }
 
-/// The least cosine of "who" to a type that names people or groups.
-const AGENT_MATCH: f32 = 0.8;
+/// The least cosine of "who" to a type that names people or groups, and
+/// of "where" to one that names places.
+const GLOSS_MATCH: f32 = 0.8;
 
 /// Vectors per relation in [`StepVectors`].
 const PER_RELATION: usize = 4;
@@ -148,10 +152,13 @@ impl StepVectors {
     pub fn build(kg: &Kg<'_>, embedder: &dyn TextEncoder) -> Result<StepVectors, String> {
         // Per relation, its PER_RELATION texts in `vector`'s order.
         let types = end_types(kg);
-        let agents = types
-            .iter()
-            .map(|ends| ends.clone().map(|t| t.as_deref().is_some_and(names_agent)))
-            .collect();
+        let flags = |named: fn(&str) -> bool| -> Vec<[bool; 2]> {
+            types
+                .iter()
+                .map(|ends| ends.clone().map(|t| t.as_deref().is_some_and(named)))
+                .collect()
+        };
+        let (agents, places) = (flags(names_agent), flags(names_place));
         let slots: Vec<Option<String>> = (0..kg.relation_count() as u32)
             .zip(types)
             .flat_map(|(r, [subjects, objects])| {
@@ -177,6 +184,7 @@ impl StepVectors {
             dim,
             vecs: out,
             agents,
+            places,
         })
     }
 
@@ -191,6 +199,13 @@ impl StepVectors {
     /// people or groups.
     fn node_agent(&self, step: Step, to: bool) -> bool {
         self.agents
+            .get(step.relation as usize)
+            .is_some_and(|a| a[usize::from(step.inverse != to)])
+    }
+
+    /// Whether the type at one end of `step` names places.
+    fn node_place(&self, step: Step, to: bool) -> bool {
+        self.places
             .get(step.relation as usize)
             .is_some_and(|a| a[usize::from(step.inverse != to)])
     }
@@ -280,23 +295,29 @@ impl Question {
     /// Cosine of every phrase to the type at one end of `step`
     /// ([`StepVectors::node_type`]).
     /// A type that names people or groups matches "who" at
-    /// [`AGENT_MATCH`] at least: the encoder does not put "person" near
+    /// [`GLOSS_MATCH`] at least, and one that names places "where": the
+    /// encoder puts "place" nearer "film" than "planet", and does not put "person" near
     /// "solo artist" or "band".
     fn type_sims(&self, steps: &StepVectors, step: Step, to: bool) -> Vec<f32> {
         let Some(t) = steps.node_type(step, to) else {
             return vec![0.0; self.vecs.len()];
         };
         let mut sims: Vec<f32> = self.vecs.iter().map(|p| dot(p, t)).collect();
-        if steps.node_agent(step, to) {
+        let gloss = match (steps.node_agent(step, to), steps.node_place(step, to)) {
+            (true, _) => Some(chunks::PERSON),
+            (_, true) => Some(chunks::PLACE),
+            _ => None,
+        };
+        if let Some(gloss) = gloss {
             let words = self
                 .phrases
                 .texts
                 .len()
                 .saturating_sub(self.phrases.glosses);
             for (j, text) in self.phrases.texts.iter().enumerate().skip(words) {
-                if text == chunks::PERSON {
+                if text == gloss {
                     if let Some(s) = sims.get_mut(j) {
-                        *s = s.max(AGENT_MATCH);
+                        *s = s.max(GLOSS_MATCH);
                     }
                 }
             }

@@ -153,10 +153,13 @@ const GROUP_NOUNS: &[&str] = &[
 ];
 
 /// Whether `noun`'s last word, as written, is one of `words`, or one of
-/// them with an -s.
+/// them with an -s (`cities`: `city`).
 fn last_word_in(noun: &str, words: &[&str]) -> bool {
     noun.split_whitespace().last().is_some_and(|w| {
-        words.contains(&w) || w.strip_suffix('s').is_some_and(|s| words.contains(&s))
+        words.contains(&w)
+            || w.strip_suffix('s').is_some_and(|s| words.contains(&s))
+            || w.strip_suffix("ies")
+                .is_some_and(|s| words.contains(&format!("{s}y").as_str()))
     })
 }
 
@@ -181,6 +184,37 @@ pub fn names_person(noun: &str) -> bool {
 pub fn names_agent(t: &str) -> bool {
     let t = t.to_lowercase();
     names_person(&t) || last_word_in(&t, GROUP_NOUNS)
+}
+
+/// Nouns for places, which "where" asks for.
+const PLACE_NOUNS: &[&str] = &[
+    "address",
+    "area",
+    "city",
+    "continent",
+    "country",
+    "county",
+    "district",
+    "island",
+    "location",
+    "nation",
+    "place",
+    "planet",
+    "province",
+    "region",
+    "site",
+    "state",
+    "territory",
+    "town",
+    "venue",
+    "village",
+    "world",
+];
+
+/// Whether a type (`Planet`, `cities`, `spatial thing`) names places.
+pub fn names_place(t: &str) -> bool {
+    let t = t.to_lowercase();
+    last_word_in(&t, PLACE_NOUNS) || t == "spatial thing"
 }
 
 /// Objects of one relation looked at, at most, for the kind of its values.
@@ -366,7 +400,7 @@ pub fn type_relation(kg: &Kg<'_>) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
-    use super::{names_agent, short_gloss, value_kind};
+    use super::{names_agent, names_place, short_gloss, value_kind};
 
     #[test]
     fn a_short_description_without_an_article_is_a_noun() {
@@ -401,6 +435,22 @@ mod tests {
             "booking",
         ] {
             assert!(!names_agent(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn places_are_named_by_their_last_word() {
+        for t in [
+            "Planet",
+            "cities",
+            "home world",
+            "spatial thing",
+            "Populated Place",
+        ] {
+            assert!(names_place(t), "{t}");
+        }
+        for t in ["film", "Person", "place name", "starship", "worldview", ""] {
+            assert!(!names_place(t), "{t}");
         }
     }
 

@@ -422,3 +422,32 @@ fn the_type_step_is_typed_by_the_classes_it_reaches() {
     let (human, planet) = (type_score("Han Solo"), type_score("Tatooine"));
     assert!(human > planet + 0.1, "{human} {planet}");
 }
+
+#[test]
+fn where_asks_for_a_place_by_the_type_of_what_a_path_reaches() {
+    // "where" is near no word of the graph, "raised" is no relation's, so
+    // only the type of what the paths reach tells them apart: the
+    // homeworlds are planets, a kind of place, the films are not.
+    let margin = |class: &'static str| {
+        let mut triples = TRIPLES.to_vec();
+        triples.push(("Corellia", "type", class));
+        triples.push(("Kashyyyk", "type", class));
+        graph(&triples, |kg| {
+            let steps = StepVectors::build(kg, &Words).expect("steps");
+            let q = Question::new("where were the pilots of ENTITY raised", "ENTITY", &Words)
+                .expect("q");
+            let t = kg.entity_id("Millennium Falcon").expect("topic");
+            let ranked = rank(kg, t, &q, &steps, &RankOptions::default());
+            let score = |chain: &[&str]| {
+                ranked
+                    .iter()
+                    .find(|r| path_names(kg, &r.steps).is_some_and(|n| n == chain))
+                    .map(|r| r.score)
+                    .expect("ranked")
+            };
+            score(&["pilot", "homeworld"]) - score(&["pilot", "film"])
+        })
+    };
+    let (planet, rock) = (margin("Planet"), margin("Rock"));
+    assert!(planet > rock + 0.2, "{planet} {rock}");
+}
