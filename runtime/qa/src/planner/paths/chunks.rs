@@ -81,6 +81,7 @@ pub const PLACE: &str = "place";
 /// pilots of [X] come from" asks for a place: `pilot -> homeworld`, not
 /// `pilot`; "*who* has [X] written papers with" for people, not papers).
 const ASKS_FOR: &[(&str, &str)] = &[
+    ("how", "number"),
     ("when", "date"),
     ("where", PLACE),
     ("who", PERSON),
@@ -102,6 +103,21 @@ const LIST: &[&str] = &[
 /// Words between such a verb and its noun.
 const LIST_FILLER: &[&str] = &["all", "any", "every", "me", "some", "the", "us"];
 
+/// Forms of "be" and "do" after "how" and a word that asks for a measure.
+const MEASURE_VERBS: &[&str] = &["are", "did", "do", "does", "is", "was", "were"];
+
+/// Whether "how" at `i` asks for a measure: a word, then a form of "be"
+/// or "do" ("how *tall is*", "how *much does*"). "How many" counts the
+/// things it names ("how many *films* did [X] direct").
+fn measure(words: &[String], i: usize) -> bool {
+    match words.get(i + 1..i + 3) {
+        Some([adj, verb]) => {
+            !is_stop(adj) && adj != "many" && MEASURE_VERBS.contains(&verb.as_str())
+        }
+        _ => false,
+    }
+}
+
 /// The gloss of `word` in [`ASKS_FOR`].
 fn gloss(word: &str) -> Option<&'static str> {
     ASKS_FOR.iter().find(|(w, _)| *w == word).map(|(_, g)| *g)
@@ -114,6 +130,11 @@ fn answer_cue(words: &[String], mask: &str) -> AnswerCue {
         return head;
     }
     for (i, w) in words.iter().enumerate() {
+        // "*how* tall is [X]", "how much does [X] weigh" ask for a number;
+        // "how is [X] tagged", "how long has [X] been around" do not say.
+        if w == "how" && !measure(words, i) {
+            continue;
+        }
         // "the person *who* wrote [X]": after a noun and before more
         // words, "who", "where" or "when" starts a clause, not the question.
         let relative =

@@ -211,6 +211,20 @@ fn who_where_when_ask_for_a_type_the_answer_may_match_and_no_step() {
     assert_eq!(p.texts.last().map(String::as_str), Some("place"));
     let p = phrases("what films did ENTITY write", "ENTITY");
     assert_eq!(p.glosses, 0);
+    // "how" and a word before "be" or "do" asks for a measure.
+    for q in ["how tall is ENTITY", "how much does ENTITY weigh"] {
+        let p = phrases(q, "ENTITY");
+        assert_eq!(p.texts.last().map(String::as_str), Some("number"), "{q}");
+        assert_eq!(p.answer, AnswerCue::Head(0), "{q}");
+    }
+    for q in [
+        "how is ENTITY tagged",
+        "how long has ENTITY been around",
+        "how many films did ENTITY direct",
+    ] {
+        let p = phrases(q, "ENTITY");
+        assert_eq!((p.glosses, p.answer), (0, AnswerCue::Free), "{q}");
+    }
     // "papers written" and the gloss "person" for "who" (position 0).
     let p = given(
         &["papers", "written", "person"],
