@@ -9,12 +9,16 @@
 //! score: `score + CHOICE_WEIGHT * ln p`, where the chains the sampled
 //! replies did not choose share the probability the replies left over.
 //! Demonstrations come from the learned planner's stored questions
-//! ([`super::guided::Guide`]) when it has them. When the model fails, the
+//! ([`super::guided::Guide`]) when it has them: questions of the offered
+//! chains, the ranker's best first, so that the model learns what each
+//! option means rather than which one the planner prefers (the ranker's
+//! score holds that already). When the model fails, the
 //! ranker's plan stands and the plan's report says why.
 
 use serde_json::json;
 
 use super::guided::{Guide, Shown};
+use super::learned::{LearnedPlanner, Prediction};
 use super::llm::{self, Candidate, Tries};
 use super::path_plan::PathCandidate;
 use super::{NextQuery, PlanError, PlanRequest, Planned, Planners};
@@ -152,6 +156,30 @@ fn option_logprobs(candidates: &[Candidate], n: usize) -> Vec<f32> {
         .collect()
 }
 
+/// The learned planner's templates of the `offered` chains, in the
+/// ranker's order and equally likely: demonstrations then show what each
+/// option means, not what the planner prefers (which the ranker's score
+/// holds already).
+fn offered_templates(learned: &LearnedPlanner, offered: &[String]) -> Vec<Prediction> {
+    let share = 1.0 / offered.len().max(1) as f32;
+    offered
+        .iter()
+        .filter_map(|text| {
+            let (class, template) = learned
+                .meta
+                .templates
+                .iter()
+                .enumerate()
+                .find(|(_, t)| t.chain().is_some_and(|c| c.join(" -> ") == *text))?;
+            Some(Prediction {
+                class,
+                template: template.clone(),
+                probability: share,
+            })
+        })
+        .collect()
+}
+
 /// Reorders `planned` (the ranker's plan, with its best candidates in
 /// `info.paths`) by the chat model's choice among them.
 pub(super) fn choose(
@@ -176,12 +204,13 @@ pub(super) fn choose(
         return Ok(planned);
     }
     let topics: Vec<String> = req.linked.iter().map(|l| l.name.clone()).collect();
+    let options: Vec<String> = offered.iter().map(|(_, t)| t.clone()).collect();
     let demos = p
         .learned
         .and_then(|l| {
             Guide::new(
                 l,
-                &planned.info.alternatives,
+                &offered_templates(l, &options),
                 req.question,
                 planned.question_vec.as_deref(),
                 topics,
@@ -189,10 +218,7 @@ pub(super) fn choose(
         })
         .map(|g| g.demos)
         .unwrap_or_default();
-    let choice = Choice {
-        demos,
-        options: offered.iter().map(|(_, t)| t.clone()).collect(),
-    };
+    let choice = Choice { demos, options };
     let tries = Tries {
         max_retries: req.max_retries,
         samples: req.samples,
@@ -274,6 +300,25 @@ mod tests {
         let lps = option_logprobs(&[c(1, 1.0)], 3);
         assert!((lps[0] - CHOICE_FLOOR.ln()).abs() < 1e-5);
         assert!(lps[1].abs() < 1e-6);
+    }
+
+    #[test]
+    fn demonstrations_are_of_the_offered_chains_in_the_rankers_order() {
+        use crate::planner::fallback_tests::two_templates;
+        // A planner sure of `pilot` (bias 5 on its first class).
+        let l = two_templates(
+            5.0,
+            ["{topic} -> pilot", "{topic} -> pilot -> homeworld"],
+            vec![],
+        );
+        let offered = ["pilot -> homeworld", "film", "pilot"].map(String::from);
+        let shown = offered_templates(&l, &offered);
+        let classes: Vec<usize> = shown.iter().map(|p| p.class).collect();
+        // `film` is no template; the rest keep the ranker's order.
+        assert_eq!(classes, [1, 0]);
+        assert!(shown
+            .iter()
+            .all(|p| (p.probability - 1.0 / 3.0).abs() < 1e-6));
     }
 
     #[test]

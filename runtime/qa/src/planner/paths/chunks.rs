@@ -23,6 +23,8 @@ const SAME: &[&str] = &[
     "also", "another", "co", "else", "opposite", "other", "others", "same", "share", "shared",
     "shares", "together", "too",
 ];
+/// Words between "what" or "which" and the noun that names the answer.
+const OTHER: &[&str] = &["another", "other"];
 /// Words a phrase does not start or end with ("the pilots" is "pilots").
 const EDGE: &[&str] = &["a", "an", "of", "the", "s"];
 const ARTICLES: &[&str] = &["a", "an", "the"];
@@ -160,8 +162,13 @@ fn answer_cue(words: &[String], mask: &str) -> AnswerCue {
                 return AnswerCue::Head(i + 3);
             }
         }
-        return match words.get(i + 1) {
-            Some(next) if next != mask && !is_stop(next) => AnswerCue::Head(i + 1),
+        // "what *other* starships ...": the noun after "other".
+        let next = match words.get(i + 1) {
+            Some(w) if OTHER.contains(&w.as_str()) => i + 2,
+            _ => i + 1,
+        };
+        return match words.get(next) {
+            Some(w) if w != mask && !is_stop(w) => AnswerCue::Head(next),
             _ => AnswerCue::Free,
         };
     }

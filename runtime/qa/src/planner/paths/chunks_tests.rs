@@ -211,6 +211,12 @@ fn who_where_when_ask_for_a_type_the_answer_may_match_and_no_step() {
     assert_eq!(p.texts.last().map(String::as_str), Some("place"));
     let p = phrases("what films did ENTITY write", "ENTITY");
     assert_eq!(p.glosses, 0);
+    // "other" stands between "what" and the noun.
+    let p = phrases(
+        "what other starships have the pilots of ENTITY flown",
+        "ENTITY",
+    );
+    assert_eq!(p.answer, AnswerCue::Head(2));
     // "how" and a word before "be" or "do" asks for a measure.
     for q in ["how tall is ENTITY", "how much does ENTITY weigh"] {
         let p = phrases(q, "ENTITY");
