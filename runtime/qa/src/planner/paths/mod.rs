@@ -303,22 +303,19 @@ impl Question {
             return vec![0.0; self.vecs.len()];
         };
         let mut sims: Vec<f32> = self.vecs.iter().map(|p| dot(p, t)).collect();
-        let gloss = match (steps.node_agent(step, to), steps.node_place(step, to)) {
-            (true, _) => Some(chunks::PERSON),
-            (_, true) => Some(chunks::PLACE),
-            _ => None,
-        };
-        if let Some(gloss) = gloss {
-            let words = self
-                .phrases
-                .texts
-                .len()
-                .saturating_sub(self.phrases.glosses);
-            for (j, text) in self.phrases.texts.iter().enumerate().skip(words) {
-                if text == gloss {
-                    if let Some(s) = sims.get_mut(j) {
-                        *s = s.max(GLOSS_MATCH);
-                    }
+        let glosses = [
+            (chunks::PERSON, steps.node_agent(step, to)),
+            (chunks::PLACE, steps.node_place(step, to)),
+        ];
+        let words = self
+            .phrases
+            .texts
+            .len()
+            .saturating_sub(self.phrases.glosses);
+        for (j, text) in self.phrases.texts.iter().enumerate().skip(words) {
+            if glosses.iter().any(|&(g, named)| named && text == g) {
+                if let Some(s) = sims.get_mut(j) {
+                    *s = s.max(GLOSS_MATCH);
                 }
             }
         }
