@@ -27,6 +27,7 @@ const SAME: &[&str] = &[
 const OTHER: &[&str] = &["another", "other"];
 /// Words a phrase does not start or end with ("the pilots" is "pilots").
 const EDGE: &[&str] = &["a", "an", "of", "the", "s"];
+/// Words between a noun's "of" and the topic ("the species of *the* [X]").
 const ARTICLES: &[&str] = &["a", "an", "the"];
 /// Words of a phrase at most.
 const MAX_PHRASE: usize = 3;
@@ -248,18 +249,17 @@ fn tied(words: &[String], topic: Option<usize>) -> Option<Range<usize>> {
 pub fn phrases(masked: &str, mask: &str) -> Phrases {
     let mask = mask.to_lowercase();
     let words = words(masked);
+    let topic = words.iter().position(|w| *w == mask);
     let mut out = Phrases {
         texts: Vec::new(),
         spans: Vec::new(),
         content: Vec::new(),
         same: words.iter().any(|w| SAME.contains(&w.as_str())),
-        topic: None,
-        tied: None,
+        topic,
+        tied: tied(&words, topic),
         answer: answer_cue(&words, &mask),
         glosses: 0,
     };
-    out.topic = words.iter().position(|w| *w == mask);
-    out.tied = tied(&words, out.topic);
     let first = request_verb(&words).map_or(0, |v| v + 1);
     for (i, w) in words.iter().enumerate().skip(first) {
         if *w != mask && !is_stop(w) {
