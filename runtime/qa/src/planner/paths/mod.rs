@@ -198,16 +198,12 @@ impl StepVectors {
     /// Whether the type at one end of `step` ([`Self::node_type`]) names
     /// people or groups.
     fn node_agent(&self, step: Step, to: bool) -> bool {
-        self.agents
-            .get(step.relation as usize)
-            .is_some_and(|a| a[usize::from(step.inverse != to)])
+        end_flag(&self.agents, step, to)
     }
 
     /// Whether the type at one end of `step` names places.
     fn node_place(&self, step: Step, to: bool) -> bool {
-        self.places
-            .get(step.relation as usize)
-            .is_some_and(|a| a[usize::from(step.inverse != to)])
+        end_flag(&self.places, step, to)
     }
 
     /// Relation `r`'s name and noun vectors.
@@ -222,6 +218,14 @@ impl StepVectors {
     fn node_type(&self, step: Step, to: bool) -> Option<&[f32]> {
         self.vector(step.relation, if step.inverse == to { 2 } else { 3 })
     }
+}
+
+/// A per-relation flag of its subjects' and objects' types, at the end of
+/// `step` that it leads to (`to`) or leaves.
+fn end_flag(flags: &[[bool; 2]], step: Step, to: bool) -> bool {
+    flags
+        .get(step.relation as usize)
+        .is_some_and(|a| a[usize::from(step.inverse != to)])
 }
 
 /// Whether `node` is a literal value of an RDF graph (no IRI, no edges
@@ -296,8 +300,8 @@ impl Question {
     /// ([`StepVectors::node_type`]).
     /// A type that names people or groups matches "who" at
     /// [`GLOSS_MATCH`] at least, and one that names places "where": the
-    /// encoder puts "place" nearer "film" than "planet", and does not put "person" near
-    /// "solo artist" or "band".
+    /// encoder does not put "person" near "solo artist" or "band", and puts
+    /// "place" nearer "film" than "planet".
     fn type_sims(&self, steps: &StepVectors, step: Step, to: bool) -> Vec<f32> {
         let Some(t) = steps.node_type(step, to) else {
             return vec![0.0; self.vecs.len()];

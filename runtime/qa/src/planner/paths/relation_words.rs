@@ -159,7 +159,7 @@ fn last_word_in(noun: &str, words: &[&str]) -> bool {
         words.contains(&w)
             || w.strip_suffix('s').is_some_and(|s| words.contains(&s))
             || w.strip_suffix("ies")
-                .is_some_and(|s| words.contains(&format!("{s}y").as_str()))
+                .is_some_and(|s| words.iter().any(|x| x.strip_suffix('y') == Some(s)))
     })
 }
 

@@ -85,6 +85,15 @@ fn ranked(question: &str, topic: &str) -> Vec<(String, f32)> {
     })
 }
 
+/// The score of the ranked path that follows `chain`.
+fn score_of(kg: &Kg<'_>, ranked: &[RankedPath], chain: &[&str]) -> f32 {
+    ranked
+        .iter()
+        .find(|r| path_names(kg, &r.steps).is_some_and(|n| n == chain))
+        .map(|r| r.score)
+        .unwrap_or_else(|| panic!("{chain:?} is not ranked"))
+}
+
 #[test]
 fn a_second_hop_is_taken_for_words_the_first_leaves_unexplained() {
     let r = ranked(
@@ -410,11 +419,8 @@ fn the_type_step_is_typed_by_the_classes_it_reaches() {
             let steps = StepVectors::build(kg, &Words).expect("steps");
             let q = Question::new("what species is ENTITY by type", "ENTITY", &Words).expect("q");
             let t = kg.entity_id(topic).expect("topic");
-            rank(kg, t, &q, &steps, &RankOptions::default())
-                .into_iter()
-                .find(|r| path_names(kg, &r.steps).is_some_and(|n| n == ["type".to_string()]))
-                .map(|r| r.score)
-                .expect("type ranked")
+            let ranked = rank(kg, t, &q, &steps, &RankOptions::default());
+            score_of(kg, &ranked, &["type"])
         })
     };
     // `Human` is a species; `Planet` is no class of anything, so the step
@@ -438,14 +444,8 @@ fn where_asks_for_a_place_by_the_type_of_what_a_path_reaches() {
                 .expect("q");
             let t = kg.entity_id("Millennium Falcon").expect("topic");
             let ranked = rank(kg, t, &q, &steps, &RankOptions::default());
-            let score = |chain: &[&str]| {
-                ranked
-                    .iter()
-                    .find(|r| path_names(kg, &r.steps).is_some_and(|n| n == chain))
-                    .map(|r| r.score)
-                    .expect("ranked")
-            };
-            score(&["pilot", "homeworld"]) - score(&["pilot", "film"])
+            score_of(kg, &ranked, &["pilot", "homeworld"])
+                - score_of(kg, &ranked, &["pilot", "film"])
         })
     };
     let (planet, rock) = (margin("Planet"), margin("Rock"));
