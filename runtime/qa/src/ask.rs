@@ -175,8 +175,11 @@ fn execute(
         keep_anchors: planned.keep_anchors,
         noun,
     };
-    let first = execute_plan(ctx, opts, &plan, topic, linked)?;
-    if !first.0.answers.is_empty() || planned.next.is_empty() {
+    // Repair relaxes a query that found nothing only once no next choice
+    // finds anything: a query that binds here beats a repaired guess.
+    let last = planned.next.is_empty();
+    let first = execute_plan(ctx, opts, &plan, topic, linked, last)?;
+    if !first.0.answers.is_empty() || last {
         return Ok(first);
     }
     let mut skipped = vec![planned.query.clone()];
@@ -187,7 +190,7 @@ fn execute(
             keep_anchors: next.keep_anchors,
             noun,
         };
-        match execute_plan(ctx, opts, &plan, topic, linked) {
+        match execute_plan(ctx, opts, &plan, topic, linked, false) {
             Ok(found) if !found.0.answers.is_empty() => {
                 planned.query = next.query;
                 planned.keep_anchors = next.keep_anchors;
@@ -197,8 +200,8 @@ fn execute(
             _ => skipped.push(next.query),
         }
     }
-    // None found anything: the planner's first choice stands.
-    Ok(first)
+    // None found anything: the planner's first choice stands, repaired.
+    execute_plan(ctx, opts, &plan, topic, linked, true)
 }
 
 /// The noun the question names its answer's type with
@@ -223,7 +226,8 @@ struct PlanToRun<'a> {
 }
 
 /// One query's candidates, then query repair (when on), which may replace
-/// them with the repaired query's. Unless the plan keeps anchors, neither
+/// them with the repaired query's; it relaxes a query that found nothing
+/// only when `relax` is set. Unless the plan keeps anchors, neither
 /// answers with the query's topic ([`kgbox_query::repair::topic`]).
 fn execute_plan(
     ctx: &Context<'_, '_>,
@@ -231,6 +235,7 @@ fn execute_plan(
     plan: &PlanToRun<'_>,
     topic: Option<&Topic>,
     linked: &[LinkedEntity],
+    relax: bool,
 ) -> Result<(Answers, Option<RepairReport>), AskError> {
     let (query, keep_anchors) = (plan.query, plan.keep_anchors);
     let exclude = match (keep_anchors, kgbox_query::parse(query)) {
@@ -248,7 +253,7 @@ fn execute_plan(
         error: Box::new(error),
     })?;
     answer_order::reorder(ctx.kg, query, plan.noun, &mut found);
-    let repair = if opts.repair {
+    let repair = if opts.repair && (relax || !found.answers.is_empty()) {
         let topic_id = topic.map(|t| t.entity);
         let with: Vec<u32> = linked
             .iter()

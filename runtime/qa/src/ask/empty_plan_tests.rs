@@ -15,6 +15,13 @@ use crate::rerank::test_graph::graph;
 const FILMS: &[(&str, &str, &str)] = &[
     ("Alien", "directed_by", "Ridley Scott"),
     ("Blade Runner", "directed_by", "Ridley Scott"),
+    ("Alien", "written_by", "Dan O'Bannon"),
+    ("Blade Runner", "written_by", "Hampton Fancher"),
+    (
+        "The Return of the Living Dead",
+        "directed_by",
+        "Dan O'Bannon",
+    ),
 ];
 
 /// Templates in the order the planner prefers them (by bias).
@@ -113,6 +120,55 @@ fn an_empty_plan_gives_way_to_the_next_template() {
     );
     assert_eq!(r.query, "\"Alien\" -> directed_by");
     assert!(r.plan.found_nothing.is_empty());
+}
+
+#[test]
+fn a_next_choice_that_binds_runs_before_repair() {
+    let repairing = || AskOptions {
+        planner: PlannerKind::Learned,
+        repair: true,
+        ..AskOptions::default()
+    };
+    // The first template finds only the topic, so nothing. Repair would
+    // relax it into a guess (the films' writers), but the second template
+    // finds answers here, so it runs, unrepaired.
+    let r = ask_with(
+        &[
+            "{topic} -> directed_by_inv -> directed_by",
+            "{topic} -> directed_by_inv",
+        ],
+        "what did [Ridley Scott] make",
+        None,
+        repairing(),
+    );
+    assert_eq!(r.query, "\"Ridley Scott\" -> directed_by_inv");
+    assert_eq!(
+        r.plan.found_nothing,
+        vec!["\"Ridley Scott\" -> directed_by_inv -> directed_by"]
+    );
+    assert!(r.repair.is_none(), "{:?}", r.repair);
+    assert_eq!(r.answers.len(), 2);
+
+    // When no next choice finds anything either, repair acts on the first.
+    let r = ask_with(
+        &[
+            "{topic} -> directed_by_inv -> directed_by",
+            "{topic} -> directed_by_inv -> directed_by -> directed_by_inv -> directed_by",
+        ],
+        "what did [Ridley Scott] make",
+        None,
+        repairing(),
+    );
+    assert_eq!(
+        r.query,
+        "\"Ridley Scott\" -> directed_by_inv -> directed_by"
+    );
+    let repair = r.repair.expect("the first choice is repaired");
+    assert_eq!(repair.original, r.query);
+    assert_eq!(
+        repair.repaired.as_deref(),
+        Some("\"Ridley Scott\" -> directed_by_inv -> written_by")
+    );
 }
 
 #[test]
