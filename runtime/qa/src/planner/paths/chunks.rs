@@ -79,6 +79,13 @@ const WHICH: &[&str] = &["what", "which"];
 pub const PERSON: &str = "person";
 /// What "where" asks for.
 pub const PLACE: &str = "place";
+/// What "where" asks for when the question is about work ("*where* does
+/// [X] *work*"): an organisation, not a place.
+pub const EMPLOYER: &str = "employer";
+/// Verbs that make "where" ask for an [`EMPLOYER`].
+const WORK_VERBS: &[&str] = &[
+    "employed", "study", "studied", "studies", "studying", "work", "worked", "working", "works",
+];
 /// Words that ask for the answer without naming its type, and the type
 /// each asks for: a gloss the answer's node may match ("*where* do the
 /// pilots of [X] come from" asks for a place: `pilot -> homeworld`, not
@@ -124,6 +131,22 @@ fn measure(words: &[String], i: usize) -> bool {
 /// The gloss of `word` in [`ASKS_FOR`].
 fn gloss(word: &str) -> Option<&'static str> {
     ASKS_FOR.iter().find(|(w, _)| *w == word).map(|(_, g)| *g)
+}
+
+/// The gloss of the question word at `i`: [`EMPLOYER`] for "where" in a
+/// question about work, else its [`gloss`].
+fn asked_gloss(words: &[String], i: usize) -> Option<&'static str> {
+    let g = gloss(words.get(i)?)?;
+    let about_work = || {
+        words
+            .get(i + 1..)
+            .is_some_and(|rest| rest.iter().any(|w| WORK_VERBS.contains(&w.as_str())))
+    };
+    Some(if g == PLACE && about_work() {
+        EMPLOYER
+    } else {
+        g
+    })
 }
 
 /// What `words` say of the answer's type: the first question word
@@ -285,7 +308,7 @@ pub fn phrases(masked: &str, mask: &str) -> Phrases {
     }
     // What "who", "where", ... asks for, as a text at its position.
     if let AnswerCue::Head(i) = out.answer {
-        if let Some(g) = gloss(&words[i]) {
+        if let Some(g) = asked_gloss(&words, i) {
             out.texts.push(g.to_string());
             out.spans.push(i..i + 1);
             out.glosses = 1;

@@ -209,6 +209,16 @@ fn who_where_when_ask_for_a_type_the_answer_may_match_and_no_step() {
     assert_eq!(p.answer, AnswerCue::Head(0));
     let p = phrases("where do the pilots of ENTITY come from", "ENTITY");
     assert_eq!(p.texts.last().map(String::as_str), Some("place"));
+    // "where" in a question about work asks for an organisation.
+    for (q, gloss) in [
+        ("where does ENTITY work", "employer"),
+        ("where did the authors of ENTITY study", "employer"),
+        ("where is ENTITY based", "place"),
+        ("where was the workshop ENTITY held", "place"),
+    ] {
+        let p = phrases(q, "ENTITY");
+        assert_eq!(p.texts.last().map(String::as_str), Some(gloss), "{q}");
+    }
     let p = phrases("what films did ENTITY write", "ENTITY");
     assert_eq!(p.glosses, 0);
     // "other" stands between "what" and the noun.

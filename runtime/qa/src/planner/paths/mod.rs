@@ -26,8 +26,8 @@ use kgbox_bundle::Kg;
 use chunks::{Phrases, Weights};
 use kgbox_query::dense::TextEncoder;
 pub use relation_words::{
-    end_types, is_type, names_agent, names_person, names_place, relation_domain, relation_texts,
-    type_relation, TYPE_IRIS,
+    end_types, is_type, names_agent, names_employer, names_person, names_place, relation_domain,
+    relation_texts, type_relation, TYPE_IRIS,
 };
 
 /// One step of a path: a relation, followed forward or backward.
@@ -112,6 +112,9 @@ pub struct StepVectors {
     /// Per relation, whether its subjects' and its objects' types name
     /// places ([`names_place`]).
     places: Vec<[bool; 2]>,
+    /// Per relation, whether its subjects' and its objects' types name
+    /// organisations people work at ([`names_employer`]).
+    employers: Vec<[bool; 2]>,
 }
 
 /// The least cosine of "who" to a type that names people or groups, and
@@ -159,6 +162,7 @@ impl StepVectors {
                 .collect()
         };
         let (agents, places) = (flags(names_agent), flags(names_place));
+        let employers = flags(names_employer);
         let slots: Vec<Option<String>> = (0..kg.relation_count() as u32)
             .zip(types)
             .flat_map(|(r, [subjects, objects])| {
@@ -185,6 +189,7 @@ impl StepVectors {
             vecs: out,
             agents,
             places,
+            employers,
         })
     }
 
@@ -204,6 +209,12 @@ impl StepVectors {
     /// Whether the type at one end of `step` names places.
     fn node_place(&self, step: Step, to: bool) -> bool {
         end_flag(&self.places, step, to)
+    }
+
+    /// Whether the type at one end of `step` names organisations people
+    /// work at.
+    fn node_employer(&self, step: Step, to: bool) -> bool {
+        end_flag(&self.employers, step, to)
     }
 
     /// Relation `r`'s name and noun vectors.
@@ -310,6 +321,7 @@ impl Question {
         let glosses = [
             (chunks::PERSON, steps.node_agent(step, to)),
             (chunks::PLACE, steps.node_place(step, to)),
+            (chunks::EMPLOYER, steps.node_employer(step, to)),
         ];
         let words = self
             .phrases

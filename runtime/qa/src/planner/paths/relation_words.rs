@@ -211,6 +211,32 @@ const PLACE_NOUNS: &[&str] = &[
     "world",
 ];
 
+/// Nouns for organisations people work at, which "where ... work" asks
+/// for.
+const EMPLOYER_NOUNS: &[&str] = &[
+    "agency",
+    "business",
+    "college",
+    "company",
+    "corporation",
+    "department",
+    "employer",
+    "firm",
+    "institute",
+    "institution",
+    "laboratory",
+    "organisation",
+    "organization",
+    "school",
+    "university",
+];
+
+/// Whether a type (`Organization`, `universities`) names organisations
+/// people work at.
+pub fn names_employer(t: &str) -> bool {
+    last_word_in(&t.to_lowercase(), EMPLOYER_NOUNS)
+}
+
 /// Whether a type (`Planet`, `cities`, `spatial thing`) names places.
 pub fn names_place(t: &str) -> bool {
     let t = t.to_lowercase();
@@ -400,7 +426,7 @@ pub fn type_relation(kg: &Kg<'_>) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
-    use super::{names_agent, names_place, short_gloss, value_kind};
+    use super::{names_agent, names_employer, names_place, short_gloss, value_kind};
 
     #[test]
     fn a_short_description_without_an_article_is_a_noun() {
@@ -435,6 +461,16 @@ mod tests {
             "booking",
         ] {
             assert!(!names_agent(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn employers_are_named_by_their_last_word() {
+        for t in ["Organization", "universities", "Research Institute"] {
+            assert!(names_employer(t), "{t}");
+        }
+        for t in ["Person", "Planet", "paper", "organization chart", ""] {
+            assert!(!names_employer(t), "{t}");
         }
     }
 

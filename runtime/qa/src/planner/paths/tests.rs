@@ -26,6 +26,7 @@ const VOCAB: &[(&str, usize)] = &[
     // A question word and its gloss: near nothing in the graph.
     ("where", 4),
     ("place", 4),
+    ("employer", 5),
 ];
 const OTHER: usize = 7;
 const DIM: usize = 8;
@@ -450,4 +451,29 @@ fn where_asks_for_a_place_by_the_type_of_what_a_path_reaches() {
     };
     let (planet, rock) = (margin("Planet"), margin("Rock"));
     assert!(planet > rock + 0.2, "{planet} {rock}");
+}
+
+#[test]
+fn where_someone_works_asks_for_an_organisation_not_a_place() {
+    // "work" is no relation's word here: the types of what the paths
+    // reach tell them apart, and "where ... work" asks for an employer.
+    let triples = [
+        ("Ada", "affiliation", "Acme Labs"),
+        ("Ada", "based_near", "London"),
+        ("Acme Labs", "type", "Organization"),
+        ("London", "type", "City"),
+    ];
+    graph(&triples, |kg| {
+        let steps = StepVectors::build(kg, &Words).expect("steps");
+        let t = kg.entity_id("Ada").expect("topic");
+        let margin = |question: &str| {
+            let q = Question::new(question, "ENTITY", &Words).expect("q");
+            let ranked = rank(kg, t, &q, &steps, &RankOptions::default());
+            score_of(kg, &ranked, &["affiliation"]) - score_of(kg, &ranked, &["based_near"])
+        };
+        let work = margin("where does ENTITY work");
+        assert!(work > 0.2, "{work}");
+        let live = margin("where does ENTITY live");
+        assert!(live < -0.2, "{live}");
+    });
 }
