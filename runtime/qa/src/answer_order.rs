@@ -1,7 +1,7 @@
 //! The order of a plan's answers where the question says more than the
-//! executor's scores: the most specific class for a type, others first
-//! after a round trip, the type the question names first. The answers stay
-//! the same set.
+//! executor's scores: what more of a chain leads to first, the most
+//! specific class for a type, others first after a round trip, the type
+//! the question names first. The answers stay the same set.
 
 use kgbox_bundle::Kg;
 use kgbox_query::{Answers, Query};
@@ -16,11 +16,64 @@ pub(crate) fn reorder(kg: &Kg<'_>, query: &str, noun: Option<&str>, found: &mut 
     let Ok(q) = kgbox_query::parse(query) else {
         return;
     };
+    best_supported_first(kg, &q, found);
     specific_classes_first(kg, &q, found);
     others_first(kg, &q, found);
     if let Some(noun) = noun {
         named_type_first(kg, noun, found);
     }
+}
+
+/// A chain of two steps or more: at equal scores, the answers that more
+/// of the last step's starting set lead to come first ("where do the other
+/// pilots of [X]'s starships come from" answers the planet two of those
+/// pilots come from before a planet one does). The answers are the same.
+fn best_supported_first(kg: &Kg<'_>, query: &Query, found: &mut Answers) {
+    let Query::Project { relation, input } = query else {
+        return;
+    };
+    let tied = found.answers.windows(2).any(|w| w[0].score == w[1].score);
+    if matches!(input.as_ref(), Query::Entity { .. }) || !tied {
+        return;
+    }
+    // The last step's relation, and whether the answers are its subjects.
+    let (r, inverse) = match kg.relation_id(&relation.name) {
+        Some(r) => (r, false),
+        None => match relation
+            .name
+            .strip_suffix("_inv")
+            .and_then(|n| kg.relation_id(n))
+        {
+            Some(r) => (r, true),
+            None => return,
+        },
+    };
+    let Ok(plan) = kgbox_query::bind::bind(kg, input, "") else {
+        return;
+    };
+    let opts = kgbox_query::ExecOptions {
+        top_k: usize::MAX,
+        max_paths: 0,
+        ..kgbox_query::ExecOptions::default()
+    };
+    let Ok(from) = kgbox_query::execute(kg, &plan, &opts) else {
+        return;
+    };
+    let from: std::collections::HashSet<u32> = from.answers.iter().map(|a| a.entity).collect();
+    let support = |answer: u32| {
+        let before = if inverse {
+            kg.out.neighbours(answer, r)
+        } else {
+            kg.inc.neighbours(answer, r)
+        };
+        before.iter().filter(|m| from.contains(m)).count()
+    };
+    let mut counted: Vec<_> = std::mem::take(&mut found.answers)
+        .into_iter()
+        .map(|a| (support(a.entity), a))
+        .collect();
+    counted.sort_by(|(sa, a), (sb, b)| b.score.total_cmp(&a.score).then(sb.cmp(sa)));
+    found.answers = counted.into_iter().map(|(_, a)| a).collect();
 }
 
 /// At equal scores, the answers of a class whose name ends in the noun the
@@ -216,24 +269,64 @@ mod tests {
         ("P3", "author", "Di"),
     ];
 
+    /// The answers of `query`, executed and reordered: names and scores.
+    fn run(kg: &kgbox_bundle::Kg<'_>, query: &str) -> Vec<(String, f32)> {
+        let plan =
+            kgbox_query::bind::bind(kg, &kgbox_query::parse(query).unwrap(), "").expect("bind");
+        let opts = kgbox_query::ExecOptions {
+            top_k: 10,
+            max_paths: 0,
+            ..kgbox_query::ExecOptions::default()
+        };
+        let mut found = kgbox_query::execute(kg, &plan, &opts).expect("execute");
+        super::reorder(kg, query, None, &mut found);
+        found
+            .answers
+            .iter()
+            .map(|a| (kg.entity_name(a.entity).unwrap_or("").to_string(), a.score))
+            .collect()
+    }
+
+    const CREW: &[(&str, &str, &str)] = &[
+        ("Speeder", "pilot", "Lando"),
+        ("Speeder", "pilot", "Wedge"),
+        ("Leia", "homeworld", "Alderaan"),
+        ("Han", "homeworld", "Corellia"),
+        ("Wedge", "homeworld", "Corellia"),
+        ("Lando", "homeworld", "Socorro"),
+        ("Falcon", "pilot", "Leia"),
+        ("Falcon", "pilot", "Han"),
+        ("Falcon", "pilot", "Wedge"),
+        ("Falcon", "pilot", "Lando"),
+    ];
+
+    #[test]
+    fn a_chain_answers_what_more_of_its_last_set_leads_to_first() {
+        graph(CREW, |kg| {
+            let names = |query: &str| -> Vec<String> {
+                run(kg, query).into_iter().map(|(n, _)| n).collect()
+            };
+            // Two of the Falcon's pilots come from Corellia, one from each
+            // other planet (those keep the executor's order).
+            assert_eq!(
+                names("\"Falcon\" -> pilot -> homeworld"),
+                ["Corellia", "Alderaan", "Socorro"]
+            );
+            // Over an inverse step: both Corellians fly the Falcon, one
+            // the Speeder.
+            assert_eq!(
+                names("\"Corellia\" -> homeworld_inv -> pilot_inv"),
+                ["Falcon", "Speeder"]
+            );
+            // One step: the executor's order.
+            assert_eq!(names("\"Corellia\" -> homeworld_inv"), ["Han", "Wedge"]);
+        });
+    }
+
     #[test]
     fn a_round_trip_answers_others_first() {
         graph(PAPERS, |kg| {
-            let run = |query: &str| {
-                let plan = kgbox_query::bind::bind(kg, &kgbox_query::parse(query).unwrap(), "")
-                    .expect("bind");
-                let opts = kgbox_query::ExecOptions {
-                    top_k: 10,
-                    ..kgbox_query::ExecOptions::default()
-                };
-                let mut found = kgbox_query::execute(kg, &plan, &opts).expect("execute");
-                super::reorder(kg, query, None, &mut found);
-                found
-                    .answers
-                    .iter()
-                    .map(|a| (kg.entity_name(a.entity).unwrap_or("").to_string(), a.score))
-                    .collect::<Vec<_>>()
-            };
+            let run = |query: &str| run(kg, query);
             // The co-authors of Uni's people: Cy and Di first, then Uni's
             // own Ana and Bo at half their score.
             let got = run("\"Uni\" -> member -> author_inv -> author");
