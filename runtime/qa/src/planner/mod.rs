@@ -448,9 +448,10 @@ fn plan_learned(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, 
             None => preds,
         };
         let mut planned = learned_plan(learned, topic, &preds, embedding)?;
-        let sure = preds
-            .first()
-            .is_some_and(|b| b.probability >= req.fallback_below);
+        let sure = preds.first().is_some_and(|b| {
+            b.probability >= req.fallback_below
+                && !path_plan::one_step_for_others(req.question, topic, b)
+        });
         if mode == PathMode::Mix || mode == PathMode::Unsure && !sure {
             path_plan::replan(p, req, topic, Some((learned, &preds)), mode, &mut planned)?;
         }

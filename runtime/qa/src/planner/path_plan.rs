@@ -214,6 +214,19 @@ fn shown(cands: &[PathCandidate]) -> Vec<PathCandidate> {
     cands.iter().take(SHOWN).cloned().collect()
 }
 
+/// Whether the question asks for others of the same kind ("which *other*
+/// actors ...", "who *else*", "*also*": [`chunks::phrases`]'s `same`) and
+/// `best`, the learned planner's likeliest template, is one step. Such a
+/// question goes somewhere and back, so a planner sure of one step there
+/// ("[X]'s movies") has read only the start of it: the ranker is weighed
+/// in as when it is unsure.
+///
+/// [`chunks::phrases`]: paths::chunks::phrases
+pub(super) fn one_step_for_others(question: &str, topic: &Topic, best: &Prediction) -> bool {
+    let one_step = best.template.chain().is_some_and(|c| c.len() == 1);
+    one_step && paths::chunks::phrases(&mask(question, topic.range), MASK).same
+}
+
 /// Replaces `planned`'s query (and next ones) with the best candidate
 /// (nothing without the encoder or the relations' vectors, or when no
 /// path binds).

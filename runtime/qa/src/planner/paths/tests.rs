@@ -201,6 +201,18 @@ fn falcon_plan(
     chat: Option<&dyn crate::llm::ChatBackend>,
 ) -> Result<crate::planner::Planned, crate::planner::PlanError> {
     let question = "where do the pilots of Millennium Falcon come from?";
+    falcon_plan_for(question, kg, steps, learned, paths, chat)
+}
+
+/// [`falcon_plan`] for another question about the Millennium Falcon.
+fn falcon_plan_for(
+    question: &str,
+    kg: &Kg<'_>,
+    steps: &StepVectors,
+    learned: Option<&crate::planner::LearnedPlanner>,
+    paths: PathRanker,
+    chat: Option<&dyn crate::llm::ChatBackend>,
+) -> Result<crate::planner::Planned, crate::planner::PlanError> {
     let start = question.find("Millennium").expect("topic");
     let topic = Topic {
         entity: kg.entity_id("Millennium Falcon").expect("topic"),
@@ -258,6 +270,33 @@ fn a_planner_trained_on_examples_gets_the_ranker_only_when_unsure() {
         // Unsure (0.5): the ranker is weighed in.
         assert_eq!(query(&unsure, PathRanker::Auto), two);
         assert_eq!(query(&unsure, PathRanker::Off), one);
+    });
+}
+
+#[test]
+fn a_sure_planner_of_one_step_gets_the_ranker_when_the_question_asks_for_others() {
+    use crate::planner::fallback_tests::two_templates;
+    let sure = two_templates(5.0, ["{topic} -> pilot", "{topic} -> film"], vec![]);
+    graph(TRIPLES, |kg| {
+        let steps = StepVectors::build(kg, &Words).expect("steps");
+        let ranked = |question: &str| {
+            let planned =
+                falcon_plan_for(question, kg, &steps, Some(&sure), PathRanker::Auto, None)
+                    .expect("plan");
+            !planned.info.paths.is_empty()
+        };
+        // "Other" asks for more than the Falcon's pilots: the ranker is
+        // weighed in, though the planner is sure (0.99) of `pilot`.
+        assert!(ranked(
+            "who else flies the ships of the pilots of Millennium Falcon?"
+        ));
+        assert!(ranked(
+            "what other ships do the pilots of Millennium Falcon fly?"
+        ));
+        // Without such a word, its own plan stands.
+        assert!(!ranked(
+            "where do the pilots of Millennium Falcon come from?"
+        ));
     });
 }
 
