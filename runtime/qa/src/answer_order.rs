@@ -3,6 +3,8 @@
 //! specific class for a type, others first after a round trip, the type
 //! the question names first. The answers stay the same set.
 
+use std::collections::HashSet;
+
 use kgbox_bundle::Kg;
 use kgbox_query::{Answers, Query};
 
@@ -48,18 +50,9 @@ fn best_supported_first(kg: &Kg<'_>, query: &Query, found: &mut Answers) {
             None => return,
         },
     };
-    let Ok(plan) = kgbox_query::bind::bind(kg, input, "") else {
+    let Some(from) = every_answer(kg, input) else {
         return;
     };
-    let opts = kgbox_query::ExecOptions {
-        top_k: usize::MAX,
-        max_paths: 0,
-        ..kgbox_query::ExecOptions::default()
-    };
-    let Ok(from) = kgbox_query::execute(kg, &plan, &opts) else {
-        return;
-    };
-    let from: std::collections::HashSet<u32> = from.answers.iter().map(|a| a.entity).collect();
     let support = |answer: u32| {
         let before = if inverse {
             kg.out.neighbours(answer, r)
@@ -151,24 +144,28 @@ fn others_first(kg: &Kg<'_>, query: &Query, found: &mut Answers) {
     {
         return;
     }
-    let Ok(plan) = kgbox_query::bind::bind(kg, start, "") else {
+    let Some(from) = every_answer(kg, start) else {
         return;
     };
-    let opts = kgbox_query::ExecOptions {
-        top_k: usize::MAX,
-        max_paths: 0,
-        ..kgbox_query::ExecOptions::default()
-    };
-    let Ok(from) = kgbox_query::execute(kg, &plan, &opts) else {
-        return;
-    };
-    let from: std::collections::HashSet<u32> = from.answers.iter().map(|a| a.entity).collect();
     for a in &mut found.answers {
         if from.contains(&a.entity) {
             a.score *= kgbox_query::ANCHOR_WEIGHT;
         }
     }
     found.answers.sort_by(|a, b| b.score.total_cmp(&a.score));
+}
+
+/// Every answer of `query`, a part of the plan (none when it does not
+/// bind or run).
+fn every_answer(kg: &Kg<'_>, query: &Query) -> Option<HashSet<u32>> {
+    let plan = kgbox_query::bind::bind(kg, query, "").ok()?;
+    let opts = kgbox_query::ExecOptions {
+        top_k: usize::MAX,
+        max_paths: 0,
+        ..kgbox_query::ExecOptions::default()
+    };
+    let found = kgbox_query::execute(kg, &plan, &opts).ok()?;
+    Some(found.answers.iter().map(|a| a.entity).collect())
 }
 
 #[cfg(test)]

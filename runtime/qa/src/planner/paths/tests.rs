@@ -191,21 +191,12 @@ fn chains_and_steps_round_trip() {
     });
 }
 
-/// The plan of "where do the pilots of Millennium Falcon come from?", by
+/// The question most plans below are of.
+const FALCON: &str = "where do the pilots of Millennium Falcon come from?";
+
+/// The plan of a question about the Millennium Falcon ([`FALCON`]), by
 /// the `local` planner when a chat model is given.
 fn falcon_plan(
-    kg: &Kg<'_>,
-    steps: &StepVectors,
-    learned: Option<&crate::planner::LearnedPlanner>,
-    paths: PathRanker,
-    chat: Option<&dyn crate::llm::ChatBackend>,
-) -> Result<crate::planner::Planned, crate::planner::PlanError> {
-    let question = "where do the pilots of Millennium Falcon come from?";
-    falcon_plan_for(question, kg, steps, learned, paths, chat)
-}
-
-/// [`falcon_plan`] for another question about the Millennium Falcon.
-fn falcon_plan_for(
     question: &str,
     kg: &Kg<'_>,
     steps: &StepVectors,
@@ -254,7 +245,7 @@ fn a_planner_trained_on_examples_gets_the_ranker_only_when_unsure() {
     graph(TRIPLES, |kg| {
         let steps = StepVectors::build(kg, &Words).expect("steps");
         let query = |planner, paths| {
-            falcon_plan(kg, &steps, Some(planner), paths, None)
+            falcon_plan(FALCON, kg, &steps, Some(planner), paths, None)
                 .expect("plan")
                 .query
         };
@@ -280,9 +271,8 @@ fn a_sure_planner_of_one_step_gets_the_ranker_when_the_question_asks_for_others(
     graph(TRIPLES, |kg| {
         let steps = StepVectors::build(kg, &Words).expect("steps");
         let ranked = |question: &str| {
-            let planned =
-                falcon_plan_for(question, kg, &steps, Some(&sure), PathRanker::Auto, None)
-                    .expect("plan");
+            let planned = falcon_plan(question, kg, &steps, Some(&sure), PathRanker::Auto, None)
+                .expect("plan");
             !planned.info.paths.is_empty()
         };
         // "Other" asks for more than the Falcon's pilots: the ranker is
@@ -304,12 +294,12 @@ fn a_sure_planner_of_one_step_gets_the_ranker_when_the_question_asks_for_others(
 fn without_a_learned_planner_the_ranker_plans() {
     graph(TRIPLES, |kg| {
         let steps = StepVectors::build(kg, &Words).expect("steps");
-        let planned = falcon_plan(kg, &steps, None, PathRanker::Auto, None).expect("plan");
+        let planned = falcon_plan(FALCON, kg, &steps, None, PathRanker::Auto, None).expect("plan");
         assert_eq!(planned.query, "\"Millennium Falcon\" -> pilot -> homeworld");
         assert_eq!(planned.planner, PlannerKind::Zeroshot);
         assert!(!planned.info.paths.is_empty());
         // Off, with nothing else to plan with, it is an error that says so.
-        assert!(falcon_plan(kg, &steps, None, PathRanker::Off, None).is_err());
+        assert!(falcon_plan(FALCON, kg, &steps, None, PathRanker::Off, None).is_err());
     });
 }
 
@@ -323,7 +313,7 @@ fn a_chat_model_chooses_among_the_ranked_paths_and_can_write_no_other() {
     };
     graph(TRIPLES, |kg| {
         let steps = StepVectors::build(kg, &Words).expect("steps");
-        let ranker = falcon_plan(kg, &steps, None, PathRanker::Auto, None).expect("plan");
+        let ranker = falcon_plan(FALCON, kg, &steps, None, PathRanker::Auto, None).expect("plan");
         let shown: Vec<&str> = ranker.info.paths.iter().map(|c| c.query.as_str()).collect();
         assert!(shown.len() >= 2, "{shown:?}");
         // A model sure of a path the ranker ties with another moves it
@@ -340,7 +330,8 @@ fn a_chat_model_chooses_among_the_ranked_paths_and_can_write_no_other() {
         let sure = Scripted::sampling(move |_, _| {
             Ok(vec![reply("pilot -> homeworld -> homeworld_inv", 0.9999)])
         });
-        let planned = falcon_plan(kg, &steps, None, PathRanker::Auto, Some(&sure)).expect("plan");
+        let planned =
+            falcon_plan(FALCON, kg, &steps, None, PathRanker::Auto, Some(&sure)).expect("plan");
         assert_eq!(planned.planner, PlannerKind::Local);
         assert_eq!(planned.query, shown[0]);
         let next: Vec<&str> = planned.next.iter().map(|n| n.query.as_str()).collect();
@@ -368,7 +359,8 @@ fn a_chat_model_chooses_among_the_ranked_paths_and_can_write_no_other() {
         // A reply off the list is refused, and a model that fails leaves
         // the ranker's plan.
         let off = Scripted::sampling(move |_, _| Ok(vec![reply("film -> pilot", 0.9)]));
-        let planned = falcon_plan(kg, &steps, None, PathRanker::Auto, Some(&off)).expect("plan");
+        let planned =
+            falcon_plan(FALCON, kg, &steps, None, PathRanker::Auto, Some(&off)).expect("plan");
         assert_eq!(planned.query, ranker.query);
         assert!(planned
             .info
@@ -376,7 +368,8 @@ fn a_chat_model_chooses_among_the_ranked_paths_and_can_write_no_other() {
             .as_deref()
             .is_some_and(|f| f.contains("failed")));
         let down = Scripted::sampling(|_, _| Err(crate::llm::LlmError::Local("down".into())));
-        let planned = falcon_plan(kg, &steps, None, PathRanker::Auto, Some(&down)).expect("plan");
+        let planned =
+            falcon_plan(FALCON, kg, &steps, None, PathRanker::Auto, Some(&down)).expect("plan");
         assert_eq!(planned.query, ranker.query);
     });
 }
