@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use kgbox_bundle::Kg;
 use kgbox_query::{Answers, Query};
 
-use crate::planner::paths::{is_type, type_relation};
+use crate::planner::paths::{is_type, path_steps, type_relation};
 use crate::words::{singular, split_words};
 
 /// Reorders `found`, the answers of `query` (a DSL query; one that does
@@ -38,26 +38,18 @@ fn best_supported_first(kg: &Kg<'_>, query: &Query, found: &mut Answers) {
     if matches!(input.as_ref(), Query::Entity { .. }) || !tied {
         return;
     }
-    // The last step's relation, and whether the answers are its subjects.
-    let (r, inverse) = match kg.relation_id(&relation.name) {
-        Some(r) => (r, false),
-        None => match relation
-            .name
-            .strip_suffix("_inv")
-            .and_then(|n| kg.relation_id(n))
-        {
-            Some(r) => (r, true),
-            None => return,
-        },
+    // The last step, read as the binder reads it.
+    let Some(&[step]) = path_steps(kg, &[&relation.name]).as_deref() else {
+        return;
     };
     let Some(from) = every_answer(kg, input) else {
         return;
     };
     let support = |answer: u32| {
-        let before = if inverse {
-            kg.out.neighbours(answer, r)
+        let before = if step.inverse {
+            kg.out.neighbours(answer, step.relation)
         } else {
-            kg.inc.neighbours(answer, r)
+            kg.inc.neighbours(answer, step.relation)
         };
         before.iter().filter(|m| from.contains(m)).count()
     };

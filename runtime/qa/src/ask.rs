@@ -200,7 +200,11 @@ fn execute(
             _ => skipped.push(next.query),
         }
     }
-    // None found anything: the planner's first choice stands, repaired.
+    // None found anything: the planner's first choice stands, repaired
+    // (run again, as nothing it found was kept: an empty query is cheap).
+    if !opts.repair {
+        return Ok(first);
+    }
     execute_plan(ctx, opts, &plan, topic, linked, true)
 }
 
