@@ -112,9 +112,11 @@ qa_pack_eval() {
   local pack=("$KGBOX_PACK" build --triples "$KB" --name "$1" --version 1.0.0 --key "$WORK/eval.key"
     -o "$WORK/kb.kgb" --quiet)
   # No examples (EXAMPLES empty): the planner is trained on questions the
-  # packager synthesises from the graph; RELATIONS adds relation descriptions.
+  # packager synthesises from the graph; RELATIONS adds relation descriptions,
+  # RELATION_ALIASES the words people say for them.
   [[ -n $2 ]] && pack+=(--planner-examples "$2")
   [[ -n ${RELATIONS:-} ]] && pack+=(--relations "$RELATIONS")
+  [[ -n ${RELATION_ALIASES:-} ]] && pack+=(--relation-aliases "$RELATION_ALIASES")
   if [[ $ENCODER == 1 ]]; then
     pack+=(--embed --embed-model "$EMBED_MODEL")
   elif [[ -n $2 ]]; then

@@ -43,6 +43,9 @@
 #   RELATIONS=benches/metaqa/relations.tsv   relation descriptions packed with --relations (the
 #                               path ranker reads the types of what each relation links from them);
 #                               RELATIONS= packs without
+#   RELATION_ALIASES=benches/metaqa/relation-aliases.tsv   the words people say for each relation
+#                               (--relation-aliases: "helmed" for directed_by), which the path
+#                               ranker matches too; RELATION_ALIASES= packs without
 #   ZERO_SHOT=0                 1: no example questions at all (TRAIN_DIR is not read; pass -): the
 #                               packager synthesises the planner's training questions from the
 #                               graph and RELATIONS (which must then be given)
@@ -107,6 +110,11 @@ RELATIONS=${RELATIONS-$REPO/benches/metaqa/relations.tsv}
 if [[ -n $RELATIONS ]]; then
   RELATIONS=$(abspath "$RELATIONS")
   [[ -f $RELATIONS ]] || die "missing relation descriptions $RELATIONS"
+fi
+RELATION_ALIASES=${RELATION_ALIASES-$REPO/benches/metaqa/relation-aliases.tsv}
+if [[ -n $RELATION_ALIASES ]]; then
+  RELATION_ALIASES=$(abspath "$RELATION_ALIASES")
+  [[ -f $RELATION_ALIASES ]] || die "missing relation aliases $RELATION_ALIASES"
 fi
 if [[ ${ZERO_SHOT:-0} == 1 ]]; then
   # No questions at all: the relation descriptions and the graph.

@@ -270,6 +270,52 @@ fn relation_descriptions_come_from_the_relations_file() {
 }
 
 #[test]
+fn relation_aliases_come_from_their_file_one_per_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(&write(dir.path(), "movies.tsv", TRIPLES));
+    opts.relation_aliases = Some(write(
+        dir.path(),
+        "relation-aliases.tsv",
+        "# relation<TAB>alias\n\
+         directed_by\tfilmmaker\n\
+         directed_by\thelmed\n\
+         directed_by\tfilmmaker\n\
+         starred_actors\tcast\n\
+         no_such_relation\tskipped\n",
+    ));
+    let out = dir.path().join("movies.kgb");
+    let report = pack(&opts, &test_key(), &out).expect("pack");
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("skipped aliases of relations") && w.contains("no_such_relation")),
+        "{:?}",
+        report.warnings
+    );
+    let loaded = load(&out, &test_key().public());
+    let kg = loaded.kg();
+    let aliases = |r| kg.relation_aliases(rel(&kg, r)).collect::<Vec<_>>();
+    assert_eq!(aliases("directed_by"), ["filmmaker", "helmed"]);
+    assert_eq!(aliases("starred_actors"), ["cast"]);
+    assert!(aliases("release_year").is_empty());
+
+    // A line without its alias names the file and the line.
+    let bad = write(
+        dir.path(),
+        "bad.tsv",
+        "directed_by\tfilmmaker\ndirected_by\n",
+    );
+    opts.relation_aliases = Some(bad);
+    let err = pack(&opts, &test_key(), &dir.path().join("bad.kgb")).unwrap_err();
+    let text = format!("{err:#}");
+    assert!(
+        text.contains("bad.tsv:2") && text.contains("(relation, alias)"),
+        "{text}"
+    );
+}
+
+#[test]
 fn without_a_relations_file_there_are_no_description_sections() {
     let dir = tempfile::tempdir().unwrap();
     let opts = options(&write(dir.path(), "movies.tsv", TRIPLES));
@@ -282,6 +328,10 @@ fn without_a_relations_file_there_are_no_description_sections() {
         .section_names
         .iter()
         .any(|n| n == s::RELATION_DESC_OFFSETS || n == s::RELATION_DESC_TEXT));
+    assert!(!loaded
+        .section_names
+        .iter()
+        .any(|n| n == s::RELATION_ALIAS_OFFSETS || n == s::RELATION_ALIAS_TEXT));
     for required in s::KG_REQUIRED {
         assert!(
             loaded.section_names.iter().any(|n| n == required),

@@ -27,6 +27,12 @@ pub struct BuildArgs {
     /// Relation descriptions: `relation<TAB>text` lines.
     #[arg(long)]
     relations: Option<PathBuf>,
+    /// Relation aliases: `relation<TAB>alias` lines, the words people say
+    /// for a relation besides its name and description ("helmed",
+    /// "filmmaker" for `directed_by`); a relation on one line per alias.
+    /// The path ranker matches questions against them.
+    #[arg(long, value_name = "FILE")]
+    relation_aliases: Option<PathBuf>,
     /// RDF: name entities by the literals of exactly this predicate (an
     /// IRI, `<IRI>` or `rdfs:label`-style prefixed name); repeat it for
     /// several, the first given preferred. Default: the known name
@@ -251,6 +257,7 @@ impl TryFrom<BuildArgs> for PackOptions {
             allow_empty: args.allow_empty,
             aliases: args.graph.aliases,
             relations: args.relations,
+            relation_aliases: args.relation_aliases,
             name: args.name,
             version: args.version,
             compatible: args.compatible,
@@ -427,6 +434,7 @@ mod tests {
         assert_eq!(cli.format, lib.format);
         assert_eq!(cli.label_predicates, lib.label_predicates);
         assert_eq!((cli.aliases, cli.relations), (lib.aliases, lib.relations));
+        assert_eq!(cli.relation_aliases, lib.relation_aliases);
         assert_eq!(cli.compatible, lib.compatible);
         assert_eq!((cli.level, cli.created_unix), (lib.level, lib.created_unix));
         assert_eq!(cli.progress, lib.progress);

@@ -307,6 +307,19 @@ fn relation_sections(
         sections.push((s::RELATION_DESC_OFFSETS, o.into()));
         sections.push((s::RELATION_DESC_TEXT, b.into()));
     }
+    if !raw.relation_aliases.is_empty() {
+        let mut lists = vec![String::new(); relation_names.len()];
+        for (old, alias) in std::mem::take(&mut raw.relation_aliases) {
+            let list = &mut lists[rmap[old as usize] as usize];
+            if !list.is_empty() {
+                list.push('\n');
+            }
+            list.push_str(&alias);
+        }
+        let (o, b) = encode::string_table(&lists);
+        sections.push((s::RELATION_ALIAS_OFFSETS, o.into()));
+        sections.push((s::RELATION_ALIAS_TEXT, b.into()));
+    }
     Ok((rmap, relation_names.len() as u64))
 }
 

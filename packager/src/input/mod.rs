@@ -36,7 +36,9 @@ pub use rdf::read_rdf;
 pub use source::{Compression, SUPPORTED};
 pub use statements::RdfStatements;
 pub use triples::{Triples, DEFAULT_LIMIT};
-pub use tsv::{read_aliases, read_relation_descriptions, read_tsv, skipped_aliases};
+pub use tsv::{
+    read_aliases, read_relation_aliases, read_relation_descriptions, read_tsv, skipped_aliases,
+};
 
 /// An input problem, always naming the file (and the line where there is one).
 #[derive(Debug, thiserror::Error)]
@@ -184,6 +186,8 @@ pub struct RawKg {
     /// (entity, alias).
     pub aliases: Vec<(u32, String)>,
     pub relation_descriptions: HashMap<u32, String>,
+    /// (relation, a word people say for it), in file order.
+    pub relation_aliases: Vec<(u32, String)>,
     /// Source IRIs of entities read from RDF, by interned id (literal values
     /// and blank nodes have none).
     pub entity_iris: HashMap<u32, String>,

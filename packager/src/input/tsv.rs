@@ -1,4 +1,5 @@
-//! Tab-separated inputs: triples, aliases and relation descriptions.
+//! Tab-separated inputs: triples, aliases, relation descriptions and
+//! relation aliases.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -6,7 +7,7 @@ use std::path::Path;
 use indicatif::ProgressBar;
 
 use super::source::{open, read_error};
-use super::{InputError, RawKg};
+use super::{InputError, Interner, RawKg};
 
 /// Bytes of input parsed as one block.
 const BLOCK: usize = 4 << 20;
@@ -173,16 +174,9 @@ pub fn read_relation_descriptions(
     kg: &mut RawKg,
     progress: &ProgressBar,
 ) -> Result<(), InputError> {
-    let mut unknown = Vec::new();
-    let (relations, descriptions) = (&kg.relations, &mut kg.relation_descriptions);
-    for_each_tsv_line(path, 2, "relation, description", progress, |line, f| {
-        match relations.get(f[0]) {
-            Some(id) => {
-                descriptions.insert(id, f[1].to_string());
-            }
-            None => unknown.push(format!("line {line}: `{}`", f[0])),
-        }
-        Ok(())
+    let descriptions = &mut kg.relation_descriptions;
+    let unknown = for_each_relation_line(path, &kg.relations, "description", progress, |id, t| {
+        descriptions.insert(id, t.to_string());
     })?;
     if !unknown.is_empty() {
         kg.warnings.push(format!(
@@ -192,6 +186,58 @@ pub fn read_relation_descriptions(
         ));
     }
     Ok(())
+}
+
+/// Reads `relation<TAB>alias` lines: the words people say for a relation
+/// ("helmed", "filmmaker" for `directed_by`), one per line, a relation on
+/// as many lines as it has aliases. An alias may not hold a line break.
+pub fn read_relation_aliases(
+    path: &Path,
+    kg: &mut RawKg,
+    progress: &ProgressBar,
+) -> Result<(), InputError> {
+    let aliases = &mut kg.relation_aliases;
+    let unknown = for_each_relation_line(path, &kg.relations, "alias", progress, |id, a| {
+        if !aliases.iter().any(|(r, b)| *r == id && b == a) {
+            aliases.push((id, a.to_string()));
+        }
+    })?;
+    let described: std::collections::BTreeSet<u32> = aliases.iter().map(|(r, _)| *r).collect();
+    kg.notes.push(format!(
+        "relation aliases: {} for {} relations, from {}",
+        aliases.len(),
+        described.len(),
+        path.display()
+    ));
+    if !unknown.is_empty() {
+        kg.warnings.push(format!(
+            "{}: skipped aliases of relations that are in no triple: {}",
+            path.display(),
+            unknown.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// Calls `f` with the relation id and text of each `relation<TAB>text`
+/// line; the lines that name no relation of the graph.
+fn for_each_relation_line(
+    path: &Path,
+    relations: &Interner,
+    what: &str,
+    progress: &ProgressBar,
+    mut f: impl FnMut(u32, &str),
+) -> Result<Vec<String>, InputError> {
+    let mut unknown = Vec::new();
+    let fields = format!("relation, {what}");
+    for_each_tsv_line(path, 2, &fields, progress, |line, fields| {
+        match relations.get(fields[0]) {
+            Some(id) => f(id, fields[1]),
+            None => unknown.push(format!("line {line}: `{}`", fields[0])),
+        }
+        Ok(())
+    })?;
+    Ok(unknown)
 }
 /// Appends the fields of the line at `bytes[start..]` to `fields` (byte
 /// ranges in `bytes`); false for a blank or comment line; the error that

@@ -39,6 +39,8 @@ pub struct PackOptions {
     pub allow_empty: bool,
     pub aliases: Option<PathBuf>,
     pub relations: Option<PathBuf>,
+    /// `relation<TAB>alias` lines: the words people say for a relation.
+    pub relation_aliases: Option<PathBuf>,
     pub name: String,
     pub version: semver::Version,
     pub compatible: String,
@@ -85,6 +87,7 @@ impl Default for PackOptions {
             allow_empty: false,
             aliases: None,
             relations: None,
+            relation_aliases: None,
             name: String::new(),
             version: semver::Version::new(0, 0, 0),
             compatible: DEFAULT_COMPATIBLE.to_string(),

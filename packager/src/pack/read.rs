@@ -1,4 +1,4 @@
-//! The read stage: the graph's triples, aliases and relation descriptions
+//! The read stage: the graph's triples, aliases, relation descriptions and relation aliases
 //! into a [`RawKg`] (to disk past `--sort-run`), and the planner examples.
 
 use anyhow::{Context, Result};
@@ -49,6 +49,9 @@ fn graph(opts: &PackOptions) -> Result<RawKg> {
     }
     if let Some(path) = &opts.relations {
         input::read_relation_descriptions(path, &mut raw, &bar)?;
+    }
+    if let Some(path) = &opts.relation_aliases {
+        input::read_relation_aliases(path, &mut raw, &bar)?;
     }
     bar.finish_and_clear();
     Ok(raw)

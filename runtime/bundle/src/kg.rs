@@ -112,6 +112,7 @@ pub struct Kg<'a> {
     pub entities: StringTable<'a>,
     pub relations: StringTable<'a>,
     relation_desc: Option<StringTable<'a>>,
+    relation_aliases: Option<StringTable<'a>>,
     alias_owners: &'a [u64],
     aliases: StringTable<'a>,
     /// Edges by head: (relation, tail).
@@ -139,19 +140,33 @@ impl<'a> Kg<'a> {
             need(s::RELATION_OFFSETS)?,
             need(s::RELATION_NAMES)?,
         )?;
-        let relation_desc = match (get(s::RELATION_DESC_OFFSETS), get(s::RELATION_DESC_TEXT)) {
-            (Some(o), Some(t)) => {
-                let t = StringTable::new(s::RELATION_DESC_OFFSETS, o, t)?;
-                if t.len() != relations.len() {
-                    return Err(BundleError::bad_section(
-                        s::RELATION_DESC_OFFSETS,
-                        format!("{} descriptions for {} relations", t.len(), relations.len()),
-                    ));
+        // One string per relation, or no table.
+        let per_relation =
+            |offsets: &str, text: &str, what: &str| -> Result<Option<StringTable<'a>>> {
+                match (get(offsets), get(text)) {
+                    (Some(o), Some(t)) => {
+                        let t = StringTable::new(offsets, o, t)?;
+                        if t.len() != relations.len() {
+                            return Err(BundleError::bad_section(
+                                offsets,
+                                format!("{} {what} for {} relations", t.len(), relations.len()),
+                            ));
+                        }
+                        Ok(Some(t))
+                    }
+                    _ => Ok(None),
                 }
-                Some(t)
-            }
-            _ => None,
-        };
+            };
+        let relation_desc = per_relation(
+            s::RELATION_DESC_OFFSETS,
+            s::RELATION_DESC_TEXT,
+            "descriptions",
+        )?;
+        let relation_aliases = per_relation(
+            s::RELATION_ALIAS_OFFSETS,
+            s::RELATION_ALIAS_TEXT,
+            "alias lists",
+        )?;
         let n = entities.len();
         if n > MAX_ENTITIES {
             return Err(BundleError::bad_section(
@@ -204,6 +219,7 @@ impl<'a> Kg<'a> {
             entities,
             relations,
             relation_desc,
+            relation_aliases,
             alias_owners,
             aliases,
             out,
@@ -241,6 +257,18 @@ impl<'a> Kg<'a> {
             .as_ref()
             .and_then(|t| t.get(id as usize))
             .filter(|d| !d.is_empty())
+    }
+
+    /// The words people say for the relation besides its name
+    /// (`--relation-aliases`: "helmed", "filmmaker" for `directed_by`);
+    /// none for an unknown id or a bundle without them.
+    pub fn relation_aliases(&self, id: u32) -> impl Iterator<Item = &'a str> {
+        self.relation_aliases
+            .as_ref()
+            .and_then(|t| t.get(id as usize))
+            .unwrap_or("")
+            .split('\n')
+            .filter(|a| !a.is_empty())
     }
 
     /// The relation's description when it is words to read: `None` when it

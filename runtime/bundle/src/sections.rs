@@ -9,6 +9,11 @@ pub const RELATION_OFFSETS: &str = "kg.relations.offsets";
 pub const RELATION_NAMES: &str = "kg.relations.names";
 pub const RELATION_DESC_OFFSETS: &str = "kg.relations.desc.offsets";
 pub const RELATION_DESC_TEXT: &str = "kg.relations.desc.text";
+/// The words people say for each relation (`--relation-aliases`): string
+/// table offsets, u64 × (R + 1).
+pub const RELATION_ALIAS_OFFSETS: &str = "kg.relations.aliases.offsets";
+/// Per relation, its aliases joined by `\n`, in id order (empty: none).
+pub const RELATION_ALIAS_TEXT: &str = "kg.relations.aliases.text";
 /// Source IRIs of the entities (bundles packed from RDF): string table
 /// offsets, u64 × (E + 1); an empty string is an entity without an IRI.
 pub const ENTITY_IRI_OFFSETS: &str = "kg.entities.iris.offsets";
@@ -103,6 +108,8 @@ pub const KG_REQUIRED: &[&str] = &[
 pub const KG_OPTIONAL: &[&str] = &[
     RELATION_DESC_OFFSETS,
     RELATION_DESC_TEXT,
+    RELATION_ALIAS_OFFSETS,
+    RELATION_ALIAS_TEXT,
     ENTITY_IRI_OFFSETS,
     ENTITY_IRI_TEXT,
     ENTITY_IRI_SORTED,

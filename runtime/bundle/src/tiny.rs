@@ -85,6 +85,28 @@ impl TinyGraph {
         self.sections.insert(name, AlignedBytes::from_slice(raw));
     }
 
+    /// Gives relations the words people say for them, `(relation,
+    /// alias)`, as the packager's `--relation-aliases` does; pairs of an
+    /// unknown relation are left out.
+    pub fn set_relation_aliases(&mut self, aliases: &[(&str, &str)]) -> Result<()> {
+        let kg = self.kg()?;
+        let lists: Vec<String> = (0..kg.relation_count() as u32)
+            .map(|r| {
+                let name = kg.relation_name(r).unwrap_or("");
+                let mine: Vec<&str> = aliases
+                    .iter()
+                    .filter(|(rel, _)| *rel == name)
+                    .map(|(_, a)| *a)
+                    .collect();
+                mine.join("\n")
+            })
+            .collect();
+        let (o, b) = encode::string_table(&lists);
+        self.set_section(s::RELATION_ALIAS_OFFSETS, &o);
+        self.set_section(s::RELATION_ALIAS_TEXT, &b);
+        Ok(())
+    }
+
     /// Every section, sorted by name (to write a bundle of this graph).
     pub fn sections(&self) -> Vec<(&'static str, &[u8])> {
         let mut all: Vec<(&'static str, &[u8])> =
@@ -112,5 +134,27 @@ mod tests {
         assert_eq!(kg.out.neighbours(id("a"), r), [id("b")]);
         assert_eq!(kg.inc.neighbours(id("b"), r), [id("a"), id("c")]);
         assert_eq!(kg.triple_count(), 3);
+    }
+
+    #[test]
+    fn relation_aliases_read_back_per_relation() {
+        let mut g = TinyGraph::from_triples(&[("a", "r", "b"), ("a", "s", "c")]).expect("graph");
+        let rel = |g: &TinyGraph, n: &str| g.kg().expect("kg").relation_id(n).expect("relation");
+        let (r, q) = (rel(&g, "r"), rel(&g, "s"));
+        assert_eq!(g.kg().expect("kg").relation_aliases(r).count(), 0);
+        g.set_relation_aliases(&[("s", "sees"), ("r", "rides"), ("s", "spots"), ("x", "no")])
+            .expect("aliases");
+        let kg = g.kg().expect("kg");
+        assert_eq!(kg.relation_aliases(r).collect::<Vec<_>>(), ["rides"]);
+        assert_eq!(
+            kg.relation_aliases(q).collect::<Vec<_>>(),
+            ["sees", "spots"]
+        );
+        assert_eq!(kg.relation_aliases(99).count(), 0);
+        // A table of another length than the relations' is refused.
+        let (o, b) = encode::string_table(&["one"]);
+        g.set_section(s::RELATION_ALIAS_OFFSETS, &o);
+        g.set_section(s::RELATION_ALIAS_TEXT, &b);
+        assert!(g.kg().is_err());
     }
 }

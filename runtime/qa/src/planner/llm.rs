@@ -88,15 +88,22 @@ pub fn extract_query(reply: &str) -> Result<String, String> {
     }
 }
 
-/// The graph's relations as the LLM sees them (names and descriptions), at
-/// most `max`.
+/// The graph's relations as the LLM sees them (names, and descriptions
+/// with the relation's aliases: "the director of a film (also: helmed,
+/// filmmaker)"), at most `max`.
 pub fn relations(kg: &Kg<'_>, max: usize) -> Vec<RelationInfo> {
     (0..kg.relation_count() as u32)
         .take(max)
         .filter_map(|r| {
+            let aliases: Vec<&str> = kg.relation_aliases(r).collect();
+            let also = (!aliases.is_empty()).then(|| format!("also: {}", aliases.join(", ")));
+            let description = match (kg.relation_description(r), also) {
+                (Some(d), Some(also)) => Some(format!("{d} ({also})")),
+                (d, also) => d.map(String::from).or(also),
+            };
             Some(RelationInfo {
                 name: kg.relation_name(r)?.to_string(),
-                description: kg.relation_description(r).map(String::from),
+                description,
             })
         })
         .collect()
@@ -285,6 +292,29 @@ mod tests {
         fn endpoint(&self) -> String {
             "scripted".into()
         }
+    }
+
+    #[test]
+    fn the_llm_sees_a_relations_aliases_with_its_description() {
+        let mut g = kgbox_bundle::tiny::TinyGraph::from_triples(&[
+            ("Alien", "directed_by", "Ridley Scott"),
+            ("Alien", "starred_actors", "Sigourney Weaver"),
+        ])
+        .expect("graph");
+        g.set_relation_aliases(&[("directed_by", "helmed"), ("directed_by", "filmmaker")])
+            .expect("aliases");
+        let kg = g.kg().expect("kg");
+        let seen = relations(&kg, 10);
+        let of = |n: &str| {
+            seen.iter()
+                .find(|r| r.name == n)
+                .and_then(|r| r.description.clone())
+        };
+        assert_eq!(
+            of("directed_by").as_deref(),
+            Some("also: helmed, filmmaker")
+        );
+        assert_eq!(of("starred_actors"), None);
     }
 
     #[test]

@@ -100,8 +100,10 @@ impl Default for RankOptions {
 
 /// Four unit-length vectors per relation: its name's words and its
 /// description's noun ([`relation_texts`]), and the types of its subjects
-/// and objects ([`end_types`]; zero where none is known). Made by the
-/// bundle's encoder when first needed.
+/// and objects ([`end_types`]; zero where none is known); and one per
+/// alias the operator gave it ([`Kg::relation_aliases`]), which a phrase
+/// may match instead of the relation's own texts or its objects' type.
+/// Made by the bundle's encoder when first needed.
 #[derive(Debug, Clone)]
 pub struct StepVectors {
     dim: usize,
@@ -115,6 +117,11 @@ pub struct StepVectors {
     /// Per relation, whether its subjects' and its objects' types name
     /// organisations people work at ([`names_employer`]).
     employers: Vec<[bool; 2]>,
+    /// Per relation, the range of its aliases' vectors in `alias_vecs`
+    /// (in vectors, not components).
+    alias_rows: Vec<std::ops::Range<usize>>,
+    /// The vectors of every relation's aliases ([`Kg::relation_aliases`]).
+    alias_vecs: Vec<f32>,
 }
 
 /// The least cosine of "who" to a type that names people or groups, and
@@ -170,12 +177,20 @@ impl StepVectors {
                 [Some(name), Some(noun), subjects, objects]
             })
             .collect();
-        let texts: Vec<String> = slots.iter().flatten().cloned().collect();
-        let vecs = embed_all(embedder, &texts)?;
+        let mut texts: Vec<String> = slots.iter().flatten().cloned().collect();
+        let named = texts.len();
+        let mut alias_rows = Vec::with_capacity(kg.relation_count());
+        for r in 0..kg.relation_count() as u32 {
+            let start = texts.len() - named;
+            texts.extend(kg.relation_aliases(r).map(str::to_string));
+            alias_rows.push(start..texts.len() - named);
+        }
+        let mut vecs = embed_all(embedder, &texts)?;
         let dim = vecs.first().map_or(0, Vec::len);
         if vecs.iter().any(|v| v.len() != dim) {
             return Err("the encoder returned vectors of different lengths".into());
         }
+        let alias_vecs: Vec<f32> = vecs.split_off(named).into_iter().flatten().collect();
         let mut vecs = vecs.into_iter();
         let mut out = Vec::with_capacity(slots.len() * dim);
         for slot in &slots {
@@ -190,7 +205,22 @@ impl StepVectors {
             agents,
             places,
             employers,
+            alias_rows,
+            alias_vecs,
         })
+    }
+
+    /// Relation `r`'s alias vectors.
+    fn aliases(&self, r: u32) -> impl Iterator<Item = &[f32]> {
+        let rows = self.alias_rows.get(r as usize).cloned().unwrap_or(0..0);
+        let (dim, vecs) = (self.dim, &self.alias_vecs);
+        rows.filter_map(move |k| vecs.get(k * dim..(k + 1) * dim))
+    }
+
+    /// The best cosine of `p` to one of relation `r`'s aliases, if it has
+    /// any.
+    fn alias_sim(&self, r: u32, p: &[f32]) -> Option<f32> {
+        self.aliases(r).map(|a| dot(p, a)).reduce(f32::max)
     }
 
     /// Relation `r`'s vector `k` (0: name, 1: noun, 2: subjects' type, 3:
@@ -298,13 +328,19 @@ impl Question {
         Ok(Question { phrases, vecs })
     }
 
-    /// Cosine of every phrase to relation `r`: the better of its two
-    /// texts.
+    /// Cosine of every phrase to relation `r`: the best of its two texts
+    /// and its aliases.
     fn sims(&self, steps: &StepVectors, r: u32) -> Vec<f32> {
         let Some((a, b)) = steps.vectors(r) else {
             return vec![0.0; self.vecs.len()];
         };
-        self.vecs.iter().map(|p| dot(p, a).max(dot(p, b))).collect()
+        self.vecs
+            .iter()
+            .map(|p| {
+                let own = dot(p, a).max(dot(p, b));
+                steps.alias_sim(r, p).map_or(own, |s| own.max(s))
+            })
+            .collect()
     }
 
     /// Cosine of every phrase to the type at one end of `step`
@@ -317,7 +353,20 @@ impl Question {
         let Some(t) = steps.node_type(step, to) else {
             return vec![0.0; self.vecs.len()];
         };
-        let mut sims: Vec<f32> = self.vecs.iter().map(|p| dot(p, t)).collect();
+        // A relation's aliases name what it leads to as well ("filmmaker"
+        // for `directed_by`'s objects), not what it leaves.
+        let objects = step.inverse != to;
+        let mut sims: Vec<f32> = self
+            .vecs
+            .iter()
+            .map(|p| {
+                let own = dot(p, t);
+                match objects.then(|| steps.alias_sim(step.relation, p)).flatten() {
+                    Some(s) => own.max(s),
+                    None => own,
+                }
+            })
+            .collect();
         let glosses = [
             (chunks::PERSON, steps.node_agent(step, to)),
             (chunks::PLACE, steps.node_place(step, to)),

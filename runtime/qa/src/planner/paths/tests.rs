@@ -27,6 +27,8 @@ const VOCAB: &[(&str, usize)] = &[
     ("where", 4),
     ("place", 4),
     ("employer", 5),
+    // A word no relation's name or description has (an alias).
+    ("crewed", 6),
 ];
 const OTHER: usize = 7;
 const DIM: usize = 8;
@@ -84,6 +86,59 @@ fn ranked(question: &str, topic: &str) -> Vec<(String, f32)> {
             })
             .collect()
     })
+}
+
+/// The ranked paths of `question` from `topic` in `TRIPLES` with the
+/// relation aliases `aliases`: (path, score).
+fn ranked_with_aliases(
+    question: &str,
+    topic: &str,
+    aliases: &[(&str, &str)],
+) -> Vec<(String, f32)> {
+    let mut g = kgbox_bundle::tiny::TinyGraph::from_triples(TRIPLES).expect("graph");
+    g.set_relation_aliases(aliases).expect("aliases");
+    let kg = g.kg().expect("kg");
+    let steps = StepVectors::build(&kg, &Words).expect("steps");
+    let q = Question::new(question, "ENTITY", &Words).expect("question");
+    let t = kg.entity_id(topic).expect("topic");
+    rank(&kg, t, &q, &steps, &RankOptions::default())
+        .into_iter()
+        .map(|r| {
+            let names = path_names(&kg, &r.steps).expect("names");
+            (names.join(" -> "), r.score)
+        })
+        .collect()
+}
+
+#[test]
+fn a_relations_alias_matches_a_word_its_name_does_not() {
+    let question = "who crewed ENTITY?";
+    let score = |r: &[(String, f32)], path: &str| {
+        r.iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, s)| *s)
+            .expect("ranked")
+    };
+    let without = ranked_with_aliases(question, "Millennium Falcon", &[]);
+    let with = ranked_with_aliases(question, "Millennium Falcon", &[("pilot", "crewed")]);
+    assert_eq!(with[0].0, "pilot", "{with:?}");
+    assert!(score(&with, "pilot") > score(&without, "pilot") + 0.5);
+    // An alias of another relation does not help `pilot`.
+    let other = ranked_with_aliases(question, "Millennium Falcon", &[("film", "crewed")]);
+    assert_eq!(score(&other, "pilot"), score(&without, "pilot"));
+}
+
+#[test]
+fn a_relations_alias_names_what_it_leads_to() {
+    // "which crewed ..." as the answer's type: `pilot`'s objects, not the
+    // starship it leaves.
+    let r = ranked_with_aliases(
+        "which crewed ENTITY's film?",
+        "A New Hope",
+        &[("pilot", "crewed")],
+    );
+    let first = |p: &str| r.iter().position(|(q, _)| q == p);
+    assert!(first("film_inv -> pilot") < first("film_inv"), "{r:?}");
 }
 
 /// The score of the ranked path that follows `chain`.
