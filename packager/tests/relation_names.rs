@@ -15,6 +15,7 @@ const GRAPH: &str = r#"@prefix ex: <http://ex.org/> .
 @prefix wdt: <http://www.wikidata.org/prop/direct/> .
 @prefix foaf: <http://xmlns.com/foaf/0.1/> .
 @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+@prefix skos: <http://www.w3.org/2004/02/skos/core#> .
 ex:ada rdfs:label "Ada" ; wdt:P19 ex:london ; foaf:based_near ex:uk ; ex:p7 ex:babbage ;
     ex:homeworld ex:earth ; ex:mentor ex:babbage ; ex:q9 ex:babbage ; ex:born "1815" .
 ex:london rdfs:label "London" .
@@ -23,7 +24,7 @@ ex:babbage rdfs:label "Charles Babbage" .
 ex:earth rdfs:label "Earth" .
 ex:p7 rdfs:label "Mitarbeiter"@de , "collaborator"@en .
 ex:homeworld rdfs:comment "the planet a person comes from"@en , "der Heimatplanet"@de .
-ex:mentor rdfs:label "mentor" .
+ex:mentor rdfs:label "mentor" ; skos:altLabel "teacher"@en , "adviser" , "Lehrer"@de .
 ex:born rdfs:label "year of birth" .
 "#;
 
@@ -77,6 +78,19 @@ fn relations_are_named_and_described_by_the_graph_and_wikidata() {
     assert_eq!(kg.relation_gloss(rel(&kg, "mentor")), None);
     // Opaque and unknown: the local name, described by nothing but its IRI.
     assert_eq!(kg.relation_gloss(rel(&kg, "q9")), None);
+    // A predicate's English and language-less alternative labels are its
+    // aliases; other languages are left out.
+    let aliases = |r| {
+        let mut a = kg.relation_aliases(rel(&kg, r)).collect::<Vec<_>>();
+        a.sort_unstable();
+        a
+    };
+    assert_eq!(aliases("mentor"), ["adviser", "teacher"]);
+    assert!(aliases("homeworld").is_empty());
+    assert!(report
+        .notes
+        .iter()
+        .any(|n| n.starts_with("relation aliases: 1 relations have alternative labels")));
 }
 
 #[test]

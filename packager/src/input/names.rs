@@ -411,6 +411,8 @@ fn local_name(iri: &str) -> &str {
 pub struct PredicateTexts {
     labels: HashMap<String, ((u8, u8), String)>,
     comments: HashMap<String, (u8, String)>,
+    /// Alias-only names (`skos:altLabel`, ...), each once.
+    aliases: HashMap<String, Vec<String>>,
 }
 
 impl PredicateTexts {
@@ -431,6 +433,11 @@ impl PredicateTexts {
         }
         if let Some(Some(rank)) = rank {
             keep_best(&mut self.labels, iri, (rank, lang), value);
+        } else if rank.is_some() {
+            let list = self.aliases.entry(iri.to_string()).or_default();
+            if !list.contains(&value) {
+                list.push(value);
+            }
         } else if literals::DEFINITION_PREDICATES.contains(&predicate) {
             keep_best(&mut self.comments, iri, lang, value);
         }
@@ -442,6 +449,11 @@ impl PredicateTexts {
 
     fn comment(&self, iri: &str) -> Option<&str> {
         self.comments.get(iri).map(|(_, c)| c.as_str())
+    }
+
+    /// The predicate's alias-only names, English or language-less.
+    fn aliases(&self, iri: &str) -> &[String] {
+        self.aliases.get(iri).map_or(&[], Vec::as_slice)
     }
 }
 
@@ -536,6 +548,7 @@ pub(super) fn name_relations(kg: &mut RawKg, first: usize, own: &PredicateTexts)
     // Relations named by a label and described, by where it came from.
     let (mut by_label, mut by_table) = (0usize, 0usize);
     let (mut commented, mut labelled, mut tabled) = (0usize, 0usize, 0usize);
+    let mut aliased = 0usize;
     for (k, iri) in iris.iter().enumerate() {
         let id = (first + k) as u32;
         let (name, source) = &preferred[k];
@@ -558,6 +571,17 @@ pub(super) fn name_relations(kg: &mut RawKg, first: usize, own: &PredicateTexts)
         };
         kg.relation_descriptions.entry(id).or_insert(description);
         kg.relation_iris.insert(id, iri.clone());
+        // Its alternative labels are what people say for it besides.
+        for alias in own.aliases(iri) {
+            aliased += usize::from(!kg.relation_aliases.iter().any(|(r, _)| *r == id));
+            kg.relation_aliases.push((id, alias.clone()));
+        }
+    }
+    if aliased > 0 {
+        kg.notes.push(format!(
+            "relation aliases: {aliased} relations have alternative labels in the graph \
+             (skos:altLabel and the like), which the path ranker matches too"
+        ));
     }
     if by_label + by_table + commented + labelled + tabled > 0 {
         kg.notes.push(format!(
