@@ -241,6 +241,7 @@ impl Qa {
             samples: cfg.planner.samples,
             max_relations: cfg.planner.max_relations,
             fallback_below: cfg.planner.fallback_below,
+            paths_below: cfg.planner.paths_below,
             paths: cfg.planner.paths,
             rerank: params.rerank.unwrap_or(cfg.planner.rerank),
             export_features: params.export_features,

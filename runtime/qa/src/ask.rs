@@ -151,6 +151,7 @@ fn plan(
         samples: opts.samples,
         max_relations: opts.max_relations,
         fallback_below: opts.fallback_below,
+        paths_below: opts.paths_below,
         paths: opts.paths,
     };
     Ok(planner::plan(&planners, &request)?)

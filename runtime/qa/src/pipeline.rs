@@ -117,6 +117,9 @@ pub struct AskOptions {
     /// `learned+llm` / `learned+local`: ask the LLM when the learned
     /// planner's best template is less likely than this.
     pub fallback_below: f32,
+    /// With an example-trained planner and `paths` auto: weigh the path
+    /// ranker in when its best template is less likely than this.
+    pub paths_below: f32,
     /// When the path ranker plans.
     pub paths: crate::planner::PathRanker,
     /// Rerank candidates with the bundle's reranker (when it has one).
@@ -144,6 +147,7 @@ impl Default for AskOptions {
             samples: crate::planner::DEFAULT_SAMPLES,
             max_relations: 300,
             fallback_below: crate::planner::DEFAULT_FALLBACK_BELOW,
+            paths_below: crate::planner::DEFAULT_PATHS_BELOW,
             paths: crate::planner::PathRanker::Auto,
             rerank: true,
             export_features: false,

@@ -384,11 +384,15 @@ impl Config {
                 p.samples
             )));
         }
-        if !(0.0..=1.0).contains(&p.fallback_below) {
-            return Err(Error::Config(format!(
-                "planner.fallback_below = {} is outside 0..1",
-                p.fallback_below
-            )));
+        for (key, value) in [
+            ("fallback_below", p.fallback_below),
+            ("paths_below", p.paths_below),
+        ] {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(Error::Config(format!(
+                    "planner.{key} = {value} is outside 0..1"
+                )));
+            }
         }
         match p.kind.chat() {
             Some(PlannerKind::Llm) if l.mode == LlmMode::Off || l.endpoint.is_none() => {

@@ -16,13 +16,15 @@ pub struct PlannerConfig {
     /// is unsure).
     pub kind: kgbox_qa::PlannerKind,
     /// learned+llm / learned+local: ask the LLM when the learned planner's
-    /// best template has a lower probability than this (0..1); with
-    /// `paths = auto` and a planner trained on examples, weigh the path
-    /// ranker in below it.
+    /// best template has a lower probability than this (0..1).
     pub fallback_below: f32,
+    /// With `paths = auto` and a planner trained on examples: weigh the
+    /// path ranker in when the learned planner's best template has a lower
+    /// probability than this (0..1).
+    pub paths_below: f32,
     /// The path ranker (relation paths from the topic, scored against the
     /// question): auto (with a planner packed without examples, or none,
-    /// and with one trained on examples below `fallback_below`), on, or
+    /// and with one trained on examples below `paths_below`), on, or
     /// off.
     pub paths: kgbox_qa::planner::PathRanker,
     /// Final answers per question.
@@ -58,6 +60,7 @@ impl Default for PlannerConfig {
             samples: d.samples,
             max_relations: d.max_relations,
             fallback_below: d.fallback_below,
+            paths_below: d.paths_below,
             paths: d.paths,
             rerank: d.rerank,
             repair: d.repair,
@@ -146,5 +149,34 @@ impl LlmConfig {
         self.audit_log
             .clone()
             .unwrap_or_else(|| data_dir.join("llm-audit.jsonl"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Config;
+    use figment::providers::{Format, Toml};
+    use figment::Figment;
+
+    fn planner(toml: &str) -> crate::error::Result<Config> {
+        let fig = Figment::from(figment::providers::Serialized::defaults(Config::default()))
+            .merge(Toml::string(toml));
+        Config::from_figment(&fig)
+    }
+
+    #[test]
+    fn the_ranker_has_its_own_threshold_checked_like_the_llms() {
+        let d = planner("").expect("defaults");
+        assert_eq!(d.planner.paths_below, 0.95);
+        assert_eq!(d.planner.fallback_below, 0.8);
+        let set = planner("[planner]\npaths_below = 0.5\n").expect("valid");
+        assert_eq!(set.planner.paths_below, 0.5);
+        assert_eq!(set.planner.fallback_below, 0.8);
+        let err = planner("[planner]\npaths_below = 1.5\n").expect_err("out of range");
+        assert!(
+            err.to_string()
+                .contains("planner.paths_below = 1.5 is outside 0..1"),
+            "{err}"
+        );
     }
 }

@@ -104,6 +104,7 @@ fn run_below(kind: PlannerKind, bias: f32, chat: &Scripted, fallback_below: f32)
             samples: 1,
             max_relations: 300,
             fallback_below,
+            paths_below: fallback_below,
             paths: PathRanker::Off,
         };
         plan(&planners, &req).expect("a plan")

@@ -176,15 +176,22 @@ pub struct PlanRequest<'a> {
     pub max_relations: usize,
     /// `learned+llm` / `learned+local`: the LLM is asked when the learned
     /// planner's best template has a lower probability than this (1:
-    /// always). With [`PathMode::Unsure`], the path ranker is weighed in
-    /// below it.
+    /// always).
     pub fallback_below: f32,
+    /// With [`PathMode::Unsure`] (a planner trained on examples), the path
+    /// ranker is weighed in when the learned planner's best template has a
+    /// lower probability than this (1: always).
+    pub paths_below: f32,
     /// When the path ranker plans ([`path_plan`]).
     pub paths: PathRanker,
 }
 
 /// The default of [`PlanRequest::fallback_below`].
 pub const DEFAULT_FALLBACK_BELOW: f32 = 0.8;
+/// The default of [`PlanRequest::paths_below`]: an example-trained planner
+/// is sure of a free phrasing less often than of its own templates, and the
+/// ranker costs a few milliseconds.
+pub const DEFAULT_PATHS_BELOW: f32 = 0.95;
 /// `learned+llm` / `learned+local`: the LLM's plan is used when the learned
 /// planner gives it at least this share of its best template's probability
 /// (a plan it does not know counts 0).
@@ -449,7 +456,7 @@ fn plan_learned(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, 
         };
         let mut planned = learned_plan(learned, topic, &preds, embedding)?;
         let sure = preds.first().is_some_and(|b| {
-            b.probability >= req.fallback_below
+            b.probability >= req.paths_below
                 && !path_plan::one_step_for_others(req.question, topic, b)
         });
         if mode == PathMode::Mix || mode == PathMode::Unsure && !sure {

@@ -48,7 +48,7 @@ pub enum PathRanker {
     /// Weighed with a planner trained on questions synthesised from the
     /// graph (packed without examples), alone with no learned planner, and
     /// with one trained on the operator's examples only when it is unsure
-    /// (its best template below `planner.fallback_below`).
+    /// (its best template below `planner.paths_below`).
     #[default]
     Auto,
     /// Always (with the encoder loaded).

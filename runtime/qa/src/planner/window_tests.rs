@@ -129,6 +129,7 @@ fn run(windows: WindowVectors, embedder: &Recording) -> (Result<Planned, PlanErr
             samples: 1,
             max_relations: 300,
             fallback_below: 0.8,
+            paths_below: 0.8,
             paths: PathRanker::Off,
         };
         (plan(&planners, &req), mask(QUESTION, range))

@@ -288,6 +288,7 @@ fn falcon_plan(
         samples: 1,
         max_relations: 10,
         fallback_below: 0.8,
+        paths_below: 0.8,
         paths,
     };
     plan(&planners, &req)
