@@ -189,6 +189,7 @@ fn read_all(b: &LoadedBundle) {
     for r in 0..kg.relation_count().min(1 << 12) as u32 {
         let _ = kg.relation_name(r);
         let _ = kg.relation_description(r);
+        let _ = kg.relation_aliases(r).count();
         let _ = kg.relation_iri(r);
     }
     let opts = LinkOptions::default();

@@ -571,11 +571,12 @@ pub(super) fn name_relations(kg: &mut RawKg, first: usize, own: &PredicateTexts)
         };
         kg.relation_descriptions.entry(id).or_insert(description);
         kg.relation_iris.insert(id, iri.clone());
-        // Its alternative labels are what people say for it besides.
-        for alias in own.aliases(iri) {
-            aliased += usize::from(!kg.relation_aliases.iter().any(|(r, _)| *r == id));
-            kg.relation_aliases.push((id, alias.clone()));
-        }
+        // Its alternative labels are what people say for it besides
+        // (each once: `PredicateTexts::add` keeps them distinct).
+        let alternatives = own.aliases(iri);
+        aliased += usize::from(!alternatives.is_empty());
+        kg.relation_aliases
+            .extend(alternatives.iter().map(|a| (id, a.clone())));
     }
     if aliased > 0 {
         kg.notes.push(format!(

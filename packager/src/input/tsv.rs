@@ -197,15 +197,17 @@ pub fn read_relation_aliases(
     progress: &ProgressBar,
 ) -> Result<(), InputError> {
     let aliases = &mut kg.relation_aliases;
+    let mut seen: std::collections::HashSet<(u32, String)> = aliases.iter().cloned().collect();
+    let (mut added, mut described) = (0usize, std::collections::BTreeSet::new());
     let unknown = for_each_relation_line(path, &kg.relations, "alias", progress, |id, a| {
-        if !aliases.iter().any(|(r, b)| *r == id && b == a) {
+        if seen.insert((id, a.to_string())) {
             aliases.push((id, a.to_string()));
+            added += 1;
+            described.insert(id);
         }
     })?;
-    let described: std::collections::BTreeSet<u32> = aliases.iter().map(|(r, _)| *r).collect();
     kg.notes.push(format!(
-        "relation aliases: {} for {} relations, from {}",
-        aliases.len(),
+        "relation aliases: {added} for {} relations, from {}",
         described.len(),
         path.display()
     ));

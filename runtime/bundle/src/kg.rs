@@ -154,7 +154,9 @@ impl<'a> Kg<'a> {
                         }
                         Ok(Some(t))
                     }
-                    _ => Ok(None),
+                    (None, None) => Ok(None),
+                    (Some(_), None) => Err(BundleError::MissingSection(text.into())),
+                    (None, Some(_)) => Err(BundleError::MissingSection(offsets.into())),
                 }
             };
         let relation_desc = per_relation(

@@ -151,10 +151,17 @@ mod tests {
             ["sees", "spots"]
         );
         assert_eq!(kg.relation_aliases(99).count(), 0);
-        // A table of another length than the relations' is refused.
+        // A table of another length than the relations' is refused, and so
+        // is one of its two sections without the other.
         let (o, b) = encode::string_table(&["one"]);
         g.set_section(s::RELATION_ALIAS_OFFSETS, &o);
         g.set_section(s::RELATION_ALIAS_TEXT, &b);
         assert!(g.kg().is_err());
+        let mut half = TinyGraph::from_triples(&[("a", "r", "b")]).expect("graph");
+        half.set_section(s::RELATION_ALIAS_TEXT, b"rides");
+        assert!(matches!(
+            half.kg(),
+            Err(crate::BundleError::MissingSection(name)) if name == s::RELATION_ALIAS_OFFSETS
+        ));
     }
 }

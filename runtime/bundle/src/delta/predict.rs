@@ -31,6 +31,7 @@ const GROUPS: &[&[&str]] = &[
     &[s::RELATION_IRI_OFFSETS, s::RELATION_IRI_TEXT],
     &[s::RELATION_IRI_SORTED],
     &[s::RELATION_DESC_OFFSETS, s::RELATION_DESC_TEXT],
+    &[s::RELATION_ALIAS_OFFSETS, s::RELATION_ALIAS_TEXT],
     &[s::DENSE_VECTORS],
 ];
 
@@ -45,6 +46,7 @@ pub fn is_offsets(name: &str) -> bool {
         s::ENTITY_OFFSETS,
         s::RELATION_OFFSETS,
         s::RELATION_DESC_OFFSETS,
+        s::RELATION_ALIAS_OFFSETS,
         s::ENTITY_IRI_OFFSETS,
         s::RELATION_IRI_OFFSETS,
         s::ALIAS_OWNERS,
@@ -183,7 +185,7 @@ impl<'a> Predictor<'a> {
             )?),
             s::INDEX_FST => self.index(new)?,
             s::ENTITY_IRI_OFFSETS => strings(group, self.base(group[0])?, self.base(group[1])?, e)?,
-            s::RELATION_IRI_OFFSETS | s::RELATION_DESC_OFFSETS => {
+            s::RELATION_IRI_OFFSETS | s::RELATION_DESC_OFFSETS | s::RELATION_ALIAS_OFFSETS => {
                 strings(group, self.base(group[0])?, self.base(group[1])?, r)?
             }
             s::ENTITY_IRI_SORTED => vec![sorted(group[0], self.base(group[0])?, e)?],

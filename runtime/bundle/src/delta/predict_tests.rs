@@ -80,6 +80,13 @@ fn sections(triples: &[(&str, &str, &str)], aliases: &[(&str, &str)]) -> HashMap
     let (o, b) = table(&desc.iter().map(String::as_str).collect::<Vec<_>>());
     put(s::RELATION_DESC_OFFSETS, o);
     put(s::RELATION_DESC_TEXT, b);
+    let said: Vec<String> = rels
+        .iter()
+        .map(|r| format!("{r} word\nsaid of {r}"))
+        .collect();
+    let (o, b) = table(&said.iter().map(String::as_str).collect::<Vec<_>>());
+    put(s::RELATION_ALIAS_OFFSETS, o);
+    put(s::RELATION_ALIAS_TEXT, b);
     put(
         s::DENSE_VECTORS,
         names

@@ -18,9 +18,9 @@ pub struct PlannerConfig {
     /// learned+llm / learned+local: ask the LLM when the learned planner's
     /// best template has a lower probability than this (0..1).
     pub fallback_below: f32,
-    /// With `paths = auto` and a planner trained on examples: weigh the
-    /// path ranker in when the learned planner's best template has a lower
-    /// probability than this (0..1).
+    /// `kind = learned` with `paths = auto` and a planner trained on
+    /// examples: weigh the path ranker in when the learned planner's best
+    /// template has a lower probability than this (0..1; 1: always).
     pub paths_below: f32,
     /// The path ranker (relation paths from the topic, scored against the
     /// question): auto (with a planner packed without examples, or none,

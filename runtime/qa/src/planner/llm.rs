@@ -89,24 +89,32 @@ pub fn extract_query(reply: &str) -> Result<String, String> {
 }
 
 /// The graph's relations as the LLM sees them (names, and descriptions
-/// with the relation's aliases: "the director of a film (also: helmed,
-/// filmmaker)"), at most `max`.
+/// with the relation's aliases, [`described`]), at most `max`.
 pub fn relations(kg: &Kg<'_>, max: usize) -> Vec<RelationInfo> {
     (0..kg.relation_count() as u32)
         .take(max)
         .filter_map(|r| {
-            let aliases: Vec<&str> = kg.relation_aliases(r).collect();
-            let also = (!aliases.is_empty()).then(|| format!("also: {}", aliases.join(", ")));
-            let description = match (kg.relation_description(r), also) {
-                (Some(d), Some(also)) => Some(format!("{d} ({also})")),
-                (d, also) => d.map(String::from).or(also),
-            };
             Some(RelationInfo {
                 name: kg.relation_name(r)?.to_string(),
-                description,
+                description: described(kg, r),
             })
         })
         .collect()
+}
+
+/// Aliases shown to the LLM per relation, at most.
+const SHOWN_ALIASES: usize = 8;
+
+/// Relation `r`'s description with its aliases, as the LLM reads it: "the
+/// director of a film (also: helmed, filmmaker)"; the aliases alone
+/// without a description; `None` without either.
+pub fn described(kg: &Kg<'_>, r: u32) -> Option<String> {
+    let aliases: Vec<&str> = kg.relation_aliases(r).take(SHOWN_ALIASES).collect();
+    let also = (!aliases.is_empty()).then(|| format!("also: {}", aliases.join(", ")));
+    match (kg.relation_description(r), also) {
+        (Some(d), Some(also)) => Some(format!("{d} ({also})")),
+        (d, also) => d.map(String::from).or(also),
+    }
 }
 
 /// Whether a query follows at least one relation (a bare entity, or a set

@@ -456,7 +456,8 @@ fn plan_learned(p: &Planners<'_, '_>, req: &PlanRequest<'_>) -> Result<Planned, 
         };
         let mut planned = learned_plan(learned, topic, &preds, embedding)?;
         let sure = preds.first().is_some_and(|b| {
-            b.probability >= req.paths_below
+            req.paths_below < 1.0
+                && b.probability >= req.paths_below
                 && !path_plan::one_step_for_others(req.question, topic, b)
         });
         if mode == PathMode::Mix || mode == PathMode::Unsure && !sure {

@@ -31,11 +31,12 @@ impl Hop {
         })
     }
 
-    /// The hop as the LLM sees it: its name and the relation's description.
+    /// The hop as the LLM sees it: its name and the relation's description
+    /// with its aliases ([`crate::planner::llm::described`]).
     pub fn info(self, kg: &Kg<'_>) -> Option<RelationInfo> {
         Some(RelationInfo {
             name: self.name(kg)?,
-            description: kg.relation_description(self.relation).map(|d| {
+            description: crate::planner::llm::described(kg, self.relation).map(|d| {
                 if self.inverse {
                     format!("backwards: {d}")
                 } else {

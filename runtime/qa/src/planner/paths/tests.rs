@@ -130,15 +130,24 @@ fn a_relations_alias_matches_a_word_its_name_does_not() {
 
 #[test]
 fn a_relations_alias_names_what_it_leads_to() {
-    // "which crewed ..." as the answer's type: `pilot`'s objects, not the
-    // starship it leaves.
+    // "crewed" names `pilot`'s objects (the crew), not the starship it
+    // leaves: with "flies" taken by the step, it is the answer's type of
+    // `film_inv -> pilot` only.
     let r = ranked_with_aliases(
-        "which crewed ENTITY's film?",
+        "which crewed flies in ENTITY's film?",
         "A New Hope",
         &[("pilot", "crewed")],
     );
-    let first = |p: &str| r.iter().position(|(q, _)| q == p);
-    assert!(first("film_inv -> pilot") < first("film_inv"), "{r:?}");
+    let score = |p: &str| {
+        r.iter()
+            .find(|(q, _)| q == p)
+            .map(|(_, s)| *s)
+            .unwrap_or_else(|| panic!("{p} is not ranked: {r:?}"))
+    };
+    assert!(
+        score("film_inv -> pilot") > score("film_inv -> pilot_inv") + 0.1,
+        "{r:?}"
+    );
 }
 
 /// The score of the ranked path that follows `chain`.
