@@ -175,16 +175,11 @@ pub fn read_relation_descriptions(
     progress: &ProgressBar,
 ) -> Result<(), InputError> {
     let descriptions = &mut kg.relation_descriptions;
-    let unknown = for_each_relation_line(path, &kg.relations, "description", progress, |id, t| {
+    let what = ("description", "descriptions");
+    let skipped = for_each_relation_line(path, &kg.relations, what, progress, |id, t| {
         descriptions.insert(id, t.to_string());
     })?;
-    if !unknown.is_empty() {
-        kg.warnings.push(format!(
-            "{}: skipped descriptions of relations that are in no triple: {}",
-            path.display(),
-            unknown.join(", ")
-        ));
-    }
+    kg.warnings.extend(skipped);
     Ok(())
 }
 
@@ -199,7 +194,8 @@ pub fn read_relation_aliases(
     let aliases = &mut kg.relation_aliases;
     let mut seen: std::collections::HashSet<(u32, String)> = aliases.iter().cloned().collect();
     let (mut added, mut described) = (0usize, std::collections::BTreeSet::new());
-    let unknown = for_each_relation_line(path, &kg.relations, "alias", progress, |id, a| {
+    let what = ("alias", "aliases");
+    let skipped = for_each_relation_line(path, &kg.relations, what, progress, |id, a| {
         if seen.insert((id, a.to_string())) {
             aliases.push((id, a.to_string()));
             added += 1;
@@ -211,27 +207,22 @@ pub fn read_relation_aliases(
         described.len(),
         path.display()
     ));
-    if !unknown.is_empty() {
-        kg.warnings.push(format!(
-            "{}: skipped aliases of relations that are in no triple: {}",
-            path.display(),
-            unknown.join(", ")
-        ));
-    }
+    kg.warnings.extend(skipped);
     Ok(())
 }
 
 /// Calls `f` with the relation id and text of each `relation<TAB>text`
-/// line; the lines that name no relation of the graph.
+/// line (`what`: the text's name, singular and plural); the warning that
+/// names the lines of relations that are in no triple, if any.
 fn for_each_relation_line(
     path: &Path,
     relations: &Interner,
-    what: &str,
+    what: (&str, &str),
     progress: &ProgressBar,
     mut f: impl FnMut(u32, &str),
-) -> Result<Vec<String>, InputError> {
+) -> Result<Option<String>, InputError> {
     let mut unknown = Vec::new();
-    let fields = format!("relation, {what}");
+    let fields = format!("relation, {}", what.0);
     for_each_tsv_line(path, 2, &fields, progress, |line, fields| {
         match relations.get(fields[0]) {
             Some(id) => f(id, fields[1]),
@@ -239,8 +230,16 @@ fn for_each_relation_line(
         }
         Ok(())
     })?;
-    Ok(unknown)
+    Ok((!unknown.is_empty()).then(|| {
+        format!(
+            "{}: skipped {} of relations that are in no triple: {}",
+            path.display(),
+            what.1,
+            unknown.join(", ")
+        )
+    }))
 }
+
 /// Appends the fields of the line at `bytes[start..]` to `fields` (byte
 /// ranges in `bytes`); false for a blank or comment line; the error that
 /// names a malformed one.

@@ -361,10 +361,8 @@ impl Question {
             .iter()
             .map(|p| {
                 let own = dot(p, t);
-                match objects.then(|| steps.alias_sim(step.relation, p)).flatten() {
-                    Some(s) => own.max(s),
-                    None => own,
-                }
+                let alias = objects.then(|| steps.alias_sim(step.relation, p)).flatten();
+                alias.map_or(own, |s| own.max(s))
             })
             .collect();
         let glosses = [
