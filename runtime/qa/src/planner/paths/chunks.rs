@@ -17,11 +17,30 @@ const STOP: &[&str] = &[
     "whom", "whose", "with", "you",
 ];
 /// Words that ask for another thing of the same kind ("who *else* comes
-/// from [X]'s home planet", "the *same* species as [X]"): only then does
-/// a path go straight back (`homeworld -> homeworld_inv`).
+/// from [X]'s home planet", "the *same* species as [X]", "the *remaining*
+/// films of [X]'s director", "what has its director made *otherwise*"):
+/// only then does a path go straight back (`homeworld -> homeworld_inv`).
 const SAME: &[&str] = &[
-    "also", "another", "co", "else", "opposite", "other", "others", "same", "share", "shared",
-    "shares", "together", "too",
+    "additional",
+    "also",
+    "another",
+    "besides",
+    "co",
+    "else",
+    "elsewhere",
+    "further",
+    "opposite",
+    "other",
+    "others",
+    "otherwise",
+    "remaining",
+    "rest",
+    "same",
+    "share",
+    "shared",
+    "shares",
+    "together",
+    "too",
 ];
 /// Words between "what" or "which" and the noun that names the answer.
 const OTHER: &[&str] = &["another", "other"];

@@ -8,6 +8,25 @@ fn stop_words_are_sorted() {
 }
 
 #[test]
+fn words_for_the_rest_of_a_kind_ask_for_the_same() {
+    for q in [
+        "what kinds of movies has ENTITY's director made otherwise",
+        "besides ENTITY, what has its director done",
+        "who scripted the remaining movies by whoever directed ENTITY",
+        "the rest of the films by ENTITY's writer",
+        "which other films did ENTITY's writer write",
+    ] {
+        assert!(phrases(q, "ENTITY").same, "{q}");
+    }
+    for q in [
+        "what kinds of movies has ENTITY's director made",
+        "who directed ENTITY",
+    ] {
+        assert!(!phrases(q, "ENTITY").same, "{q}");
+    }
+}
+
+#[test]
 fn phrases_hold_a_content_word_and_stop_at_the_topic() {
     let p = phrases("where do the pilots of ENTITY come from?", "ENTITY");
     assert!(p.texts.contains(&"pilots".to_string()));
