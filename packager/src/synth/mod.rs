@@ -6,6 +6,7 @@
 //! graph gets a planner that follows several relations, and the guided LLM
 //! planner gets its demonstrations and grammar.
 
+pub mod aliases;
 pub mod classes;
 pub mod description;
 pub mod paths;
@@ -95,7 +96,10 @@ pub fn synthesize(kg: &Kg<'_>, opts: &SynthOptions) -> Synthesis {
         partial,
     } = paths::find_paths(kg, &opts.paths, opts.seed);
     let words: Vec<RelationWords> = (0..kg.relation_count() as u32)
-        .map(|r| RelationWords::new(kg.relation_name(r).unwrap_or(""), kg.relation_gloss(r)))
+        .map(|r| {
+            RelationWords::new(kg.relation_name(r).unwrap_or(""), kg.relation_gloss(r))
+                .with_aliases(kg.relation_aliases(r))
+        })
         .collect();
     let mut rng = SplitMix64::new(opts.seed ^ 0x5157_4e54);
     let mut out = Synthesis {
