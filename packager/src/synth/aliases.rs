@@ -1,14 +1,26 @@
 //! The operator's relation aliases (`--relation-aliases`) as words a
 //! synthesised question can use: nouns stand where the relation's noun
-//! does ("the *filmmaker* of X"), past participles where a passive name's
-//! does ("what was *helmed* by X"). Other aliases ("came out", "spoken")
-//! are verb phrases whose grammar the phrasings cannot know, and are left
-//! to the path ranker, which matches them as they are.
+//! does ("the *filmmaker* of X"), and for a relation named in the passive
+//! (`directed_by`), one-word regular past participles where its own does
+//! ("what was *helmed* by X"). Other aliases (verb phrases such as "came
+//! out" or "directed by", "-ing" forms, irregular participles such as
+//! "spoken" that would not read as a past tense) are left to the path
+//! ranker, which matches them as they are.
 
-/// Words after a verb that make it a phrasal verb ("came *out*").
-const PARTICLES: &[&str] = &[
-    "about", "along", "away", "back", "down", "in", "off", "on", "out", "over", "up",
+/// Words after a verb that make it a phrasal verb ("came *out*"), or that
+/// end a relation's phrase ("directed *by*", "part *of*"): an alias ending
+/// in one is no noun.
+const ENDINGS: &[&str] = &[
+    "about", "along", "as", "at", "away", "back", "by", "down", "for", "from", "in", "into", "of",
+    "off", "on", "out", "over", "to", "up", "with",
 ];
+
+/// Words an alias that is a verb phrase starts with ("is part of", "has
+/// member").
+const VERB_STARTS: &[&str] = &["are", "has", "have", "is", "was", "were"];
+
+/// Articles dropped from an alias's start ("the director").
+const ARTICLES: &[&str] = &["a", "an", "the"];
 
 /// Irregular past participles: an alias ending in one is no noun.
 const IRREGULAR: &[&str] = &[
@@ -37,7 +49,11 @@ impl AliasWords {
     pub fn new<'a>(aliases: impl IntoIterator<Item = &'a str>, passive: bool) -> AliasWords {
         let mut out = AliasWords::default();
         for alias in aliases {
-            let words: Vec<String> = alias.split_whitespace().map(|w| w.to_lowercase()).collect();
+            let mut words: Vec<String> =
+                alias.split_whitespace().map(|w| w.to_lowercase()).collect();
+            if words.len() > 1 && ARTICLES.contains(&words[0].as_str()) {
+                words.remove(0);
+            }
             let plain = words.iter().all(|w| {
                 w.chars()
                     .all(|c| c.is_alphabetic() || c == '-' || c == '\'')
@@ -45,12 +61,17 @@ impl AliasWords {
             let Some(last) = words.last().filter(|_| plain) else {
                 continue;
             };
-            let participle = last.ends_with("ed") || IRREGULAR.contains(&last.as_str());
-            if participle {
-                if passive && words.len() == 1 && !out.participles.contains(last) {
+            let regular = last.ends_with("ed");
+            let verb_like = regular
+                || IRREGULAR.contains(&last.as_str())
+                || last.ends_with("ing")
+                || ENDINGS.contains(&last.as_str())
+                || VERB_STARTS.contains(&words[0].as_str());
+            if regular && passive && words.len() == 1 {
+                if !out.participles.contains(last) {
                     out.participles.push(last.clone());
                 }
-            } else if words.len() <= MAX_NOUN_WORDS && !PARTICLES.contains(&last.as_str()) {
+            } else if !verb_like && words.len() <= MAX_NOUN_WORDS {
                 let noun = words.join(" ");
                 if !out.nouns.contains(&noun) {
                     out.nouns.push(noun);
@@ -77,14 +98,20 @@ mod tests {
                 "helmed",
                 "Directed",
                 "release date",
+                "the auteur",
                 "came out",
                 "spoken",
+                "directed by",
+                "is part of",
+                "starring",
                 "a+b",
             ],
             true,
         );
-        assert_eq!(a.nouns, ["filmmaker", "release date"]);
-        assert_eq!(a.participles, ["helmed", "directed", "spoken"]);
+        assert_eq!(a.nouns, ["filmmaker", "release date", "auteur"]);
+        // Irregular participles do not read as a past tense ("who spoken
+        // X"), so only regular ones stand in.
+        assert_eq!(a.participles, ["helmed", "directed"]);
         // A relation named otherwise ("starred_actors") takes no
         // participle: its questions would need the verb's preposition.
         let a = AliasWords::new(["appeared", "co-star", "number of votes"], false);

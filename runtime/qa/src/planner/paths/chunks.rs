@@ -20,21 +20,20 @@ const STOP: &[&str] = &[
 /// from [X]'s home planet", "the *same* species as [X]", "the *remaining*
 /// films of [X]'s director", "what has its director made *otherwise*"):
 /// only then does a path go straight back (`homeworld -> homeworld_inv`).
+/// "rest" only as "the *rest of*" ("laid to rest" is not); not "further"
+/// or "additional", which ordinary questions use for other things.
 const SAME: &[&str] = &[
-    "additional",
     "also",
     "another",
     "besides",
     "co",
     "else",
     "elsewhere",
-    "further",
     "opposite",
     "other",
     "others",
     "otherwise",
     "remaining",
-    "rest",
     "same",
     "share",
     "shared",
@@ -296,7 +295,8 @@ pub fn phrases(masked: &str, mask: &str) -> Phrases {
         texts: Vec::new(),
         spans: Vec::new(),
         content: Vec::new(),
-        same: words.iter().any(|w| SAME.contains(&w.as_str())),
+        same: words.iter().any(|w| SAME.contains(&w.as_str()))
+            || words.windows(2).any(|w| w[0] == "rest" && w[1] == "of"),
         topic,
         tied: tied(&words, topic),
         answer: answer_cue(&words, &mask),

@@ -13,14 +13,15 @@ fn words_for_the_rest_of_a_kind_ask_for_the_same() {
         "what kinds of movies has ENTITY's director made otherwise",
         "besides ENTITY, what has its director done",
         "who scripted the remaining movies by whoever directed ENTITY",
-        "the rest of the films by ENTITY's writer",
-        "which other films did ENTITY's writer write",
+        "films made elsewhere by ENTITY's director",
+        "what genres are the rest of ENTITY's writer's films",
     ] {
         assert!(phrases(q, "ENTITY").same, "{q}");
     }
     for q in [
         "what kinds of movies has ENTITY's director made",
         "who directed ENTITY",
+        "where was ENTITY laid to rest",
     ] {
         assert!(!phrases(q, "ENTITY").same, "{q}");
     }
