@@ -7,6 +7,8 @@
 //! "spoken" that would not read as a past tense) are left to the path
 //! ranker, which matches them as they are.
 
+use super::description::ARTICLES;
+
 /// Words after a verb that make it a phrasal verb ("came *out*"), or that
 /// end a relation's phrase ("directed *by*", "part *of*"): an alias ending
 /// in one is no noun.
@@ -18,9 +20,6 @@ const ENDINGS: &[&str] = &[
 /// Words an alias that is a verb phrase starts with ("is part of", "has
 /// member").
 const VERB_STARTS: &[&str] = &["are", "has", "have", "is", "was", "were"];
-
-/// Articles dropped from an alias's start ("the director").
-const ARTICLES: &[&str] = &["a", "an", "the"];
 
 /// Irregular past participles: an alias ending in one is no noun.
 const IRREGULAR: &[&str] = &[

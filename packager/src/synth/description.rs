@@ -188,6 +188,6 @@ pub fn read_description(d: &str) -> Description {
     }
 }
 
-const ARTICLES: &[&str] = &["the", "a", "an"];
+pub(super) const ARTICLES: &[&str] = &["the", "a", "an"];
 /// Words of a description at most, for it to be used in phrases.
 const MAX_DESCRIPTION_WORDS: usize = 8;
