@@ -224,7 +224,10 @@ fi
 # The trainer of `kgbox-pack build --train-executor` (models/ultra/train.py:
 # PyTorch, onnx, onnxruntime) in its own virtual environment, .venv-ultra at the
 # repository root; packager/tests/train.rs uses it. The CPU-only torch wheel
-# comes from PyTorch's index when it can be reached, else from PyPI.
+# comes from PyTorch's index when it can be reached, else from PyPI, whose
+# wheel brings CUDA's libraries (about 3 GB, which torch loads at import) and
+# triton (about 1 GB, a GPU kernel compiler the trainer never calls: it is
+# removed). No pip cache: the wheels are installed once.
 UVENV="$ROOT/.venv-ultra"
 if "$UVENV/bin/python" -c "import torch, onnx, onnxruntime, onnxscript, numpy" >/dev/null 2>&1; then
   echo "setup.sh: trainer environment present ($UVENV, torch $("$UVENV/bin/python" -c 'import torch; print(torch.__version__)'))"
@@ -232,9 +235,13 @@ else
   echo "setup.sh: making the trainer environment $UVENV (models/ultra/requirements.txt)"
   "$PYTHON" -m venv "$UVENV"
   TORCH=$(grep -E '^torch==' "$ROOT/models/ultra/requirements.txt")
-  "$UVENV/bin/python" -m pip install --quiet --index-url https://download.pytorch.org/whl/cpu "$TORCH" 2>/dev/null ||
-    "$UVENV/bin/python" -m pip install --quiet "$TORCH"
-  "$UVENV/bin/python" -m pip install --quiet -r "$ROOT/models/ultra/requirements.txt"
+  upip() { "$UVENV/bin/python" -m pip install --quiet --no-cache-dir --disable-pip-version-check "$@"; }
+  upip --index-url https://download.pytorch.org/whl/cpu "$TORCH" 2>/dev/null || upip "$TORCH"
+  upip -r "$ROOT/models/ultra/requirements.txt"
+fi
+if "$UVENV/bin/python" -m pip show triton >/dev/null 2>&1; then
+  echo "setup.sh: removing triton from $UVENV (GPU kernel compiler, unused by the trainer)"
+  "$UVENV/bin/python" -m pip uninstall --quiet --yes triton
 fi
 
 # The LLM planner's model and a real OpenAI-compatible server for it

@@ -82,6 +82,16 @@ fi
 
 step "cargo test --workspace"
 cargo test --workspace
+# The test executables (about 3.5 GB) serve no later step: CI frees them; the
+# libraries they link stay, so the feature builds below only add their own.
+if [[ -n "${CI:-}" ]]; then
+  cargo test --workspace --no-run --message-format=json 2>/dev/null | python3 -c '
+import json, os, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["profile"]["test"] and m.get("executable"):
+        os.remove(m["executable"])'
+fi
 
 # Soak and abuse over HTTP, the short version (the hour-long run and its
 # figures: docs/reliability.md).
@@ -117,17 +127,6 @@ if [[ -n "${CI:-}" ]]; then
   rm -rf target/aarch64-unknown-linux-gnu target/dist
 fi
 
-# Every fuzz target for a short fixed time (the long runs: docs/reliability.md).
-# Built unoptimized (FUZZ_DEV): the build of every target with the sanitizer
-# is CI's longest step, and 10 s is a smoke run, not a search.
-step "fuzz: every target, 10 s each (FUZZ_DEV=1 scripts/fuzz.sh 10)"
-FUZZ_DEV=1 bash scripts/fuzz.sh 10
-# The instrumented targets (about 4 GB) serve no later step; CI (.ci/run sets
-# CI) frees the space, a developer's checkout keeps them for the next run.
-if [[ -n "${CI:-}" ]]; then
-  rm -rf fuzz/target
-fi
-
 # The neural crate's `ort` feature is on in the workspace (kgbox's default
 # features), so the lints and `cargo test --workspace` above cover it: the
 # parity test against the PyTorch fixtures ran through every engine there,
@@ -149,5 +148,22 @@ step "cargo clippy --workspace --all-targets --features kgbox-qa/local-llm -- -D
 cargo clippy --workspace --all-targets --features kgbox-qa/local-llm -- -D warnings
 step "cargo test --workspace --features kgbox-qa/local-llm --test local_llm"
 cargo test --workspace --features kgbox-qa/local-llm --test local_llm
+
+# Every fuzz target for a short fixed time (the long runs: docs/reliability.md).
+# Built unoptimized (FUZZ_DEV): the build of every target with the sanitizer
+# is CI's longest step, and 10 s is a smoke run, not a search. It comes last:
+# its instrumented build (about 4 GB in fuzz/target) shares nothing with the
+# workspace's, which CI (.ci/run sets CI) frees first when it lies in the
+# clone (a CARGO_TARGET_DIR cache elsewhere is kept); a developer's checkout
+# keeps both for the next run.
+if [[ -n "${CI:-}" && "$(cargo metadata --format-version 1 --no-deps |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')" == "$PWD/target" ]]; then
+  rm -rf target
+fi
+step "fuzz: every target, 10 s each (FUZZ_DEV=1 scripts/fuzz.sh 10)"
+FUZZ_DEV=1 bash scripts/fuzz.sh 10
+if [[ -n "${CI:-}" ]]; then
+  rm -rf fuzz/target
+fi
 
 step "all checks passed"
