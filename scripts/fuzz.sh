@@ -13,6 +13,10 @@
 #   FUZZ_DEV=1 bash scripts/fuzz.sh 10      # CI: built unoptimized (cargo fuzz
 #                                           # --dev), a shorter build, fewer inputs a second
 #
+# FUZZ_PRUNE=1 (CI) builds each target just before its run and removes its
+# binary after it (the libraries they share stay): unoptimized, the 14
+# binaries take about 4 GB together, the shared build about 3 GB.
+#
 # FUZZ_KEEP=DIR keeps each target's grown corpus in DIR/TARGET (created when
 # missing) instead of a scratch directory, so a long run can go on from
 # where an earlier one stopped. FUZZ_TIMEOUT=N (default 10) is the seconds
@@ -47,8 +51,15 @@ MODE=--debug-assertions
 if [[ "${FUZZ_DEV:-0}" == 1 ]]; then
   MODE=--dev
 fi
-echo "fuzz.sh: building ${#TARGETS[@]} targets (nightly, address sanitizer, $MODE)"
-(cd fuzz && cargo +nightly fuzz build "$MODE" >/dev/null)
+PRUNE=${FUZZ_PRUNE:-0}
+OUT_DIR=release
+[[ $MODE == --dev ]] && OUT_DIR=debug
+if [[ $PRUNE == 1 ]]; then
+  echo "fuzz.sh: ${#TARGETS[@]} targets (nightly, address sanitizer, $MODE), each built before its run and removed after"
+else
+  echo "fuzz.sh: building ${#TARGETS[@]} targets (nightly, address sanitizer, $MODE)"
+  (cd fuzz && cargo +nightly fuzz build "$MODE" >/dev/null)
+fi
 
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -57,6 +68,11 @@ TIMEOUT=${FUZZ_TIMEOUT:-10}
 JOBS=${FUZZ_JOBS:-1}
 run_one() {
   local t=$1
+  if [[ $PRUNE == 1 ]] && ! (cd fuzz && cargo +nightly fuzz build "$MODE" "$t") >"$WORK/$t.build" 2>&1; then
+    printf '%-16s FAILED to build; the last lines:\n' "$t"
+    tail -20 "$WORK/$t.build"
+    return 1
+  fi
   local corpus_dir="$WORK/$t"
   [[ -n "$KEEP" ]] && corpus_dir="$KEEP/$t"
   mkdir -p "$corpus_dir" "fuzz/artifacts/$t"
@@ -68,6 +84,9 @@ run_one() {
     bash -c 'cd fuzz && exec cargo +nightly fuzz run "$5" "$1" "$2" "corpus/$1" -- \
       -max_total_time="$3" -timeout="$4" -rss_limit_mb=4096 -print_final_stats=1 \
       -artifact_prefix="artifacts/$1/"' _ "$t" "$corpus_dir" "$SECONDS_EACH" "$TIMEOUT" "$MODE" >"$log" 2>&1 || rc=$?
+  if [[ $PRUNE == 1 ]]; then
+    rm -f fuzz/target/*/"$OUT_DIR/$t" fuzz/target/*/"$OUT_DIR/$t.d" fuzz/target/*/"$OUT_DIR"/deps/"$t"-*
+  fi
   local runs corpus cpu
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   corpus=$(find "$corpus_dir" -type f | wc -l)
@@ -82,7 +101,7 @@ run_one() {
   fi
 }
 export -f run_one
-export WORK SECONDS_EACH KEEP TIMEOUT MODE
+export WORK SECONDS_EACH KEEP TIMEOUT MODE PRUNE OUT_DIR
 failed=0
 printf '%s\n' "${TARGETS[@]}" | xargs -P "$JOBS" -I{} bash -c 'run_one "$@"' _ {} || failed=1
 if ((failed)); then

@@ -152,7 +152,7 @@ cargo test --workspace --features kgbox-qa/local-llm --test local_llm
 # Every fuzz target for a short fixed time (the long runs: docs/reliability.md).
 # Built unoptimized (FUZZ_DEV): the build of every target with the sanitizer
 # is CI's longest step, and 10 s is a smoke run, not a search. It comes last:
-# its instrumented build (about 4 GB in fuzz/target) shares nothing with the
+# its instrumented build (up to about 7 GB in fuzz/target) shares nothing with the
 # workspace's, which CI (.ci/run sets CI) frees first when it lies in the
 # clone (a CARGO_TARGET_DIR cache elsewhere is kept); a developer's checkout
 # keeps both for the next run.
@@ -160,8 +160,9 @@ if [[ -n "${CI:-}" && "$(cargo metadata --format-version 1 --no-deps |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')" == "$PWD/target" ]]; then
   rm -rf target
 fi
-step "fuzz: every target, 10 s each (FUZZ_DEV=1 scripts/fuzz.sh 10)"
-FUZZ_DEV=1 bash scripts/fuzz.sh 10
+# FUZZ_PRUNE removes each target's binary after its run (about 4 GB in all).
+step "fuzz: every target, 10 s each (FUZZ_DEV=1 FUZZ_PRUNE=1 scripts/fuzz.sh 10)"
+FUZZ_DEV=1 FUZZ_PRUNE=1 bash scripts/fuzz.sh 10
 if [[ -n "${CI:-}" ]]; then
   rm -rf fuzz/target
 fi
