@@ -82,7 +82,7 @@ fi
 
 step "cargo test --workspace"
 cargo test --workspace
-# The test executables (about 3.5 GB) serve no later step: CI frees them; the
+# The test executables (2-3 GB) serve no later step: CI frees them; the
 # libraries they link stay, so the feature builds below only add their own.
 if [[ -n "${CI:-}" ]]; then
   cargo test --workspace --no-run --message-format=json 2>/dev/null | python3 -c '
